@@ -1,0 +1,339 @@
+r"""Loss functions shared by every solver.
+
+Two families live here.
+
+*Margin losses* of labelled samples are functions of the margin :math:`m = y f(x)` with
+:math:`y \in \{-1, +1\}`:
+
+========================  ===========================================  ==========================
+name                      value :math:`\ell(m)`                         derivative :math:`\ell'(m)`
+========================  ===========================================  ==========================
+``"hinge"``               :math:`\max(0, 1 - m)`                        :math:`-1` if :math:`m<1`
+``"squared_hinge"``       :math:`\max(0, 1 - m)^2`                      :math:`-2\max(0, 1-m)`
+``"smoothed_hinge"``      :math:`\frac1\beta\log(1+e^{-\beta(m-1)})`    :math:`-\sigma(-\beta(m-1))`
+``"log_loss"``            :math:`\log(1 + e^{-m})`                      :math:`-\sigma(-m)`
+========================  ===========================================  ==========================
+
+``smoothed_hinge`` is eq. (26) of the S3GD paper ("modified logistic regression"); it tends to
+the hinge as :math:`\beta \to \infty`. For the hinge the derivative is the subgradient that
+takes the value 0 at the kink :math:`m = 1`.
+
+*Unlabelled losses* of the semi-supervised SVM (Table 2 of the TSGS3VM paper) are functions of
+the output :math:`r = f(x)` itself:
+
+==================================  ====================================================
+name                                value :math:`u(r)`
+==================================  ====================================================
+``"symmetric_hinge"`` (SHG)         :math:`\max(0, 1 - |r|)`
+``"squared_symmetric_hinge"`` (SSHG) :math:`\frac12 \max(0, 1 - |r|)^2`
+``"ramp"``                          :math:`R_s(r) + R_s(-r)`, :math:`R_s(t) = H_1(t) - H_s(t)`,
+                                    :math:`H_a(t) = \max(0, a - t)`, :math:`s < 1`
+``"differentiable_approximation"``  :math:`\exp(-c r^2)` with :math:`c = 5` (DA)
+==================================  ====================================================
+
+Table 2 prints the SHG derivative as :math:`-1` and the SSHG derivative as :math:`|r| - 1` on
+:math:`|r| < 1`; those are the derivatives with respect to :math:`|r|`. Here derivatives are
+taken with respect to :math:`r` (multiplied by :math:`\operatorname{sign}(r)`), which is what a
+gradient step on :math:`f` needs. The ramp is the symmetric ramp of Collobert et al. (2006),
+with ``s = -0.3`` by default.
+
+Every loss is available in two forms with identical numbers:
+
+* numba-compiled scalar functions ``<name>_value(x, parameter)`` and
+  ``<name>_derivative(x, parameter)`` that compiled solver loops take as arguments, and
+* a :class:`Loss` record whose :meth:`Loss.value` / :meth:`Loss.derivative` evaluate whole
+  arrays with NumPy (these are the references the compiled scalars are tested against).
+
+Every scalar takes one ``parameter`` (``beta`` for ``smoothed_hinge``, ``s`` for ``ramp``,
+``c`` for the DA loss, ignored by the others) so that a solver loop has a single signature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numba
+import numpy as np
+
+__all__ = [
+    "Loss",
+    "MARGIN_LOSSES",
+    "UNLABELED_LOSSES",
+    "get_margin_loss",
+    "get_unlabeled_loss",
+]
+
+
+# --------------------------------------------------------------------------------------
+# numba scalar forms: margin losses, x = y f(x)
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def hinge_value(margin, parameter):
+    return max(0.0, 1.0 - margin)
+
+
+@numba.njit(cache=True)
+def hinge_derivative(margin, parameter):
+    return -1.0 if margin < 1.0 else 0.0
+
+
+@numba.njit(cache=True)
+def squared_hinge_value(margin, parameter):
+    gap = max(0.0, 1.0 - margin)
+    return gap * gap
+
+
+@numba.njit(cache=True)
+def squared_hinge_derivative(margin, parameter):
+    return -2.0 * max(0.0, 1.0 - margin)
+
+
+@numba.njit(cache=True)
+def _log_one_plus_exp(t):
+    # log(1 + e^t) without overflow for large |t|.
+    if t > 0.0:
+        return t + np.log1p(np.exp(-t))
+    return np.log1p(np.exp(t))
+
+
+@numba.njit(cache=True)
+def _sigmoid(t):
+    # 1 / (1 + e^-t) without overflow.
+    if t >= 0.0:
+        return 1.0 / (1.0 + np.exp(-t))
+    e = np.exp(t)
+    return e / (1.0 + e)
+
+
+@numba.njit(cache=True)
+def log_loss_value(margin, parameter):
+    return _log_one_plus_exp(-margin)
+
+
+@numba.njit(cache=True)
+def log_loss_derivative(margin, parameter):
+    return -_sigmoid(-margin)
+
+
+@numba.njit(cache=True)
+def smoothed_hinge_value(margin, parameter):
+    # eq. (26) of the S3GD paper, parameter = beta.
+    return _log_one_plus_exp(-parameter * (margin - 1.0)) / parameter
+
+
+@numba.njit(cache=True)
+def smoothed_hinge_derivative(margin, parameter):
+    return -_sigmoid(-parameter * (margin - 1.0))
+
+
+# --------------------------------------------------------------------------------------
+# numba scalar forms: unlabelled losses of Table 2 (TSGS3VM), x = f(x)
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def symmetric_hinge_value(output, parameter):
+    return max(0.0, 1.0 - abs(output))
+
+
+@numba.njit(cache=True)
+def symmetric_hinge_derivative(output, parameter):
+    if abs(output) >= 1.0 or output == 0.0:
+        return 0.0
+    return -1.0 if output > 0.0 else 1.0
+
+
+@numba.njit(cache=True)
+def squared_symmetric_hinge_value(output, parameter):
+    gap = max(0.0, 1.0 - abs(output))
+    return 0.5 * gap * gap
+
+
+@numba.njit(cache=True)
+def squared_symmetric_hinge_derivative(output, parameter):
+    gap = max(0.0, 1.0 - abs(output))
+    if output > 0.0:
+        return -gap
+    if output < 0.0:
+        return gap
+    return 0.0
+
+
+@numba.njit(cache=True)
+def _ramp_one_sided(t, s):
+    # R_s(t) = H_1(t) - H_s(t), H_a(t) = max(0, a - t).
+    return max(0.0, 1.0 - t) - max(0.0, s - t)
+
+
+@numba.njit(cache=True)
+def _ramp_one_sided_derivative(t, s):
+    # d/dt R_s(t): -1 on s < t < 1, 0 elsewhere (0 chosen at the kinks).
+    if s < t < 1.0:
+        return -1.0
+    return 0.0
+
+
+@numba.njit(cache=True)
+def ramp_value(output, parameter):
+    return _ramp_one_sided(output, parameter) + _ramp_one_sided(-output, parameter)
+
+
+@numba.njit(cache=True)
+def ramp_derivative(output, parameter):
+    return _ramp_one_sided_derivative(output, parameter) - _ramp_one_sided_derivative(
+        -output, parameter
+    )
+
+
+@numba.njit(cache=True)
+def differentiable_approximation_value(output, parameter):
+    return np.exp(-parameter * output * output)
+
+
+@numba.njit(cache=True)
+def differentiable_approximation_derivative(output, parameter):
+    return -2.0 * parameter * output * np.exp(-parameter * output * output)
+
+
+# --------------------------------------------------------------------------------------
+# NumPy vectorised forms (the references of the scalars above)
+# --------------------------------------------------------------------------------------
+def _np_log_one_plus_exp(t):
+    return np.logaddexp(0.0, t)
+
+
+def _np_sigmoid(t):
+    return np.exp(-np.logaddexp(0.0, -t))
+
+
+def _np_ramp_one_sided(t, s):
+    return np.maximum(0.0, 1.0 - t) - np.maximum(0.0, s - t)
+
+
+def _np_ramp_one_sided_derivative(t, s):
+    return np.where((t > s) & (t < 1.0), -1.0, 0.0)
+
+
+_NUMPY_FORMS = {
+    "hinge": (
+        lambda m, p: np.maximum(0.0, 1.0 - m),
+        lambda m, p: np.where(m < 1.0, -1.0, 0.0),
+    ),
+    "squared_hinge": (
+        lambda m, p: np.maximum(0.0, 1.0 - m) ** 2,
+        lambda m, p: -2.0 * np.maximum(0.0, 1.0 - m),
+    ),
+    "smoothed_hinge": (
+        lambda m, p: _np_log_one_plus_exp(-p * (m - 1.0)) / p,
+        lambda m, p: -_np_sigmoid(-p * (m - 1.0)),
+    ),
+    "log_loss": (
+        lambda m, p: _np_log_one_plus_exp(-m),
+        lambda m, p: -_np_sigmoid(-m),
+    ),
+    "symmetric_hinge": (
+        lambda r, p: np.maximum(0.0, 1.0 - np.abs(r)),
+        lambda r, p: np.where(np.abs(r) < 1.0, -np.sign(r), 0.0),
+    ),
+    "squared_symmetric_hinge": (
+        lambda r, p: 0.5 * np.maximum(0.0, 1.0 - np.abs(r)) ** 2,
+        lambda r, p: -np.sign(r) * np.maximum(0.0, 1.0 - np.abs(r)),
+    ),
+    "ramp": (
+        lambda r, p: _np_ramp_one_sided(r, p) + _np_ramp_one_sided(-r, p),
+        lambda r, p: _np_ramp_one_sided_derivative(r, p) - _np_ramp_one_sided_derivative(-r, p),
+    ),
+    "differentiable_approximation": (
+        lambda r, p: np.exp(-p * r * r),
+        lambda r, p: -2.0 * p * r * np.exp(-p * r * r),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A loss function in both its compiled scalar and NumPy vectorised forms.
+
+    Attributes
+    ----------
+    name : str
+        Public name, as accepted by the estimators' ``loss`` parameters.
+    scalar_value, scalar_derivative : numba dispatcher
+        ``f(x, parameter) -> float``; passed as arguments to compiled solver loops.
+    default_parameter : float
+        Value of the single shape parameter used when the user gives none.
+    smooth : bool
+        Whether the derivative is continuous (Lipschitz-smooth loss).
+    lipschitz : float
+        Bound on ``|loss'|`` (the loss's Lipschitz constant in its argument) at the
+        default parameter; ``inf`` when unbounded (squared hinge).
+    """
+
+    name: str
+    scalar_value: Callable
+    scalar_derivative: Callable
+    default_parameter: float
+    smooth: bool
+    lipschitz: float
+
+    def value(self, x, parameter=None):
+        """Loss value, element-wise over an array of margins (or outputs)."""
+        parameter = self.default_parameter if parameter is None else parameter
+        return _NUMPY_FORMS[self.name][0](np.asarray(x, dtype=np.float64), parameter)
+
+    def derivative(self, x, parameter=None):
+        """(Sub)derivative with respect to the argument, element-wise."""
+        parameter = self.default_parameter if parameter is None else parameter
+        return _NUMPY_FORMS[self.name][1](np.asarray(x, dtype=np.float64), parameter)
+
+
+MARGIN_LOSSES = {
+    "hinge": Loss("hinge", hinge_value, hinge_derivative, 0.0, False, 1.0),
+    "squared_hinge": Loss(
+        "squared_hinge", squared_hinge_value, squared_hinge_derivative, 0.0, True, np.inf
+    ),
+    "smoothed_hinge": Loss(
+        "smoothed_hinge", smoothed_hinge_value, smoothed_hinge_derivative, 10.0, True, 1.0
+    ),
+    "log_loss": Loss("log_loss", log_loss_value, log_loss_derivative, 0.0, True, 1.0),
+}
+
+UNLABELED_LOSSES = {
+    "symmetric_hinge": Loss(
+        "symmetric_hinge", symmetric_hinge_value, symmetric_hinge_derivative, 0.0, False, 1.0
+    ),
+    "squared_symmetric_hinge": Loss(
+        "squared_symmetric_hinge",
+        squared_symmetric_hinge_value,
+        squared_symmetric_hinge_derivative,
+        0.0,
+        False,
+        1.0,
+    ),
+    "ramp": Loss("ramp", ramp_value, ramp_derivative, -0.3, False, 1.0),
+    "differentiable_approximation": Loss(
+        "differentiable_approximation",
+        differentiable_approximation_value,
+        differentiable_approximation_derivative,
+        5.0,
+        True,
+        float(np.sqrt(10.0) * np.exp(-0.5)),
+    ),
+}
+
+
+def _lookup(table, name, kind):
+    if not isinstance(name, str) or name not in table:
+        raise ValueError(
+            f"Unknown {kind} loss {name!r}; choose one of {sorted(table)}."
+        )
+    return table[name]
+
+
+def get_margin_loss(name):
+    """Return the :class:`Loss` of a labelled-sample loss by name."""
+    return _lookup(MARGIN_LOSSES, name, "margin")
+
+
+def get_unlabeled_loss(name):
+    """Return the :class:`Loss` of an unlabelled-sample (S3VM) loss by name."""
+    return _lookup(UNLABELED_LOSSES, name, "unlabeled")

@@ -1,0 +1,92 @@
+"""Training records, callbacks, progress output and stopping rules shared by all solvers.
+
+A solver works in *chunks* (an epoch for the linear solvers). After every chunk the Python
+driver hands a record to :class:`TrainingMonitor`, which appends it to ``history_``, prints a
+line when ``verbose``, calls the user's ``callback`` and decides whether to stop. Compiled loops
+never see any of this.
+
+A record is a plain ``dict`` with at least ``iteration`` (chunks done), ``samples_seen`` and
+``seconds`` (wall time since ``fit`` began), plus solver-specific keys such as
+``objective`` or ``vi_gap``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["TrainingMonitor"]
+
+
+class TrainingMonitor:
+    """Collect per-chunk records and apply the stopping rule.
+
+    Parameters
+    ----------
+    tol : float or None
+        Stop when ``stop_key`` has not decreased by more than ``tol`` (relative to the best
+        value so far, as scikit-learn's ``SGDClassifier`` does with absolute ``tol``) for
+        ``n_iter_no_change`` consecutive chunks. ``None`` disables the rule.
+    n_iter_no_change : int
+        Patience of the stopping rule.
+    stop_key : str
+        Record key watched by the stopping rule.
+    verbose : int
+        ``> 0`` prints one line per chunk to standard error.
+    callback : callable or None
+        ``callback(record) -> bool | None``; returning ``True`` stops training. ``record``
+        additionally holds ``"coef"`` and ``"intercept"`` of the current model when the solver
+        provides them (they are not stored in ``history_``).
+    label : str
+        Prefix of the verbose lines (estimator name and, for one-vs-rest, the class).
+    """
+
+    def __init__(self, tol=None, n_iter_no_change=5, stop_key="objective", verbose=0,
+                 callback=None, label=""):
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.stop_key = stop_key
+        self.verbose = verbose
+        self.callback = callback
+        self.label = label
+        self.history = []
+        self.start = time.perf_counter()
+        self._best = np.inf
+        self._no_improvement = 0
+        self.stopped_by = None
+
+    def elapsed(self):
+        return time.perf_counter() - self.start
+
+    def record(self, entry, model=None):
+        """Store one record; return ``True`` when training should stop."""
+        entry = dict(entry)
+        entry.setdefault("seconds", self.elapsed())
+        self.history.append(entry)
+        if self.verbose:
+            fields = ", ".join(
+                f"{key}={value:.6g}" if isinstance(value, float) else f"{key}={value}"
+                for key, value in entry.items()
+            )
+            print(f"{self.label}{fields}", file=sys.stderr)
+        stop = False
+        if self.callback is not None:
+            payload = dict(entry)
+            if model is not None:
+                payload.update(model)
+            if self.callback(payload) is True:
+                self.stopped_by = "callback"
+                stop = True
+        if self.tol is not None and self.stop_key in entry:
+            value = float(entry[self.stop_key])
+            if value > self._best - self.tol:
+                self._no_improvement += 1
+            else:
+                self._no_improvement = 0
+            self._best = min(self._best, value)
+            if self._no_improvement >= self.n_iter_no_change:
+                self.stopped_by = self.stopped_by or "tol"
+                stop = True
+        return stop

@@ -1,0 +1,141 @@
+"""Input checks shared by every estimator, so that each error message is written once.
+
+Every check raises ``ValueError`` (or ``TypeError`` for a wrong type) with a message that
+says what was wrong and what to do about it; none of them silently repairs bad input.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_scalar
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+__all__ = [
+    "check_nonnegative",
+    "check_positive",
+    "check_fraction",
+    "check_positive_int",
+    "check_choice",
+    "check_sample_weight",
+    "validate_training_data",
+    "validate_prediction_data",
+    "check_at_least_two_classes",
+]
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def check_nonnegative(value, name):
+    """A real number ``>= 0`` (bools refused)."""
+    return float(check_scalar(value, name, numbers.Real, min_val=0.0))
+
+
+def check_positive(value, name):
+    """A real number ``> 0``."""
+    return float(
+        check_scalar(value, name, numbers.Real, min_val=0.0, include_boundaries="neither")
+    )
+
+
+def check_fraction(value, name):
+    """A real number in ``[0, 1]``."""
+    return float(check_scalar(value, name, numbers.Real, min_val=0.0, max_val=1.0))
+
+
+def check_positive_int(value, name, allow_none=False):
+    """An integer ``>= 1``."""
+    if value is None and allow_none:
+        return None
+    return int(check_scalar(value, name, numbers.Integral, min_val=1))
+
+
+def check_choice(value, name, choices):
+    """One of a fixed set of strings."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}={value!r} is not valid; choose one of {sorted(choices)}.")
+    return value
+
+
+def _reject_bad_sparse(X):
+    if sp.issparse(X) and not np.issubdtype(X.dtype, np.number):
+        raise ValueError(
+            f"Sparse input of dtype {X.dtype} cannot be converted to a numeric CSR matrix; "
+            "pass a scipy.sparse matrix of real numbers (e.g. X.astype(np.float64).tocsr())."
+        )
+    if sp.issparse(X) and np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError("Complex sparse data is not supported; pass real-valued features.")
+
+
+def validate_training_data(estimator, X, y, reset=True):
+    """Validate ``(X, y)`` for ``fit``: finite floats, dense or CSR, matching lengths.
+
+    Returns ``X`` as a C-contiguous float32/float64 array or a canonical CSR matrix (sorted
+    indices, no duplicates) and ``y`` as a 1-D array. Sets ``n_features_in_`` when ``reset``.
+    """
+    _reject_bad_sparse(X)
+    X, y = validate_data(
+        estimator,
+        X,
+        y,
+        accept_sparse="csr",
+        dtype=FLOAT_DTYPES,
+        order="C",
+        reset=reset,
+        y_numeric=False,
+    )
+    check_classification_targets(y)
+    if sp.issparse(X):
+        X = _canonical_csr(X)
+    return X, y
+
+
+def validate_prediction_data(estimator, X):
+    """Validate ``X`` for ``predict``/``decision_function`` against the fitted width."""
+    _reject_bad_sparse(X)
+    X = validate_data(
+        estimator, X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C", reset=False
+    )
+    if sp.issparse(X):
+        X = _canonical_csr(X)
+    return X
+
+
+def _canonical_csr(X):
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+        X.sort_indices()
+    return X
+
+
+def check_at_least_two_classes(classes):
+    if len(classes) < 2:
+        raise ValueError(
+            f"The training labels contain a single class ({classes[0]!r}); a classifier "
+            "needs samples of at least two classes."
+        )
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Return float64 weights of length ``n_samples``: finite, ``>= 0``, not all zero."""
+    if sample_weight is None:
+        return np.ones(n_samples, dtype=np.float64)
+    if isinstance(sample_weight, numbers.Number):
+        sample_weight = np.full(n_samples, float(sample_weight))
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.ndim != 1 or weights.shape[0] != n_samples:
+        raise ValueError(
+            f"sample_weight has shape {weights.shape}; expected one weight per sample, "
+            f"shape ({n_samples},)."
+        )
+    if not np.all(np.isfinite(weights)):
+        raise ValueError("sample_weight contains NaN or infinity; give finite weights.")
+    if np.any(weights < 0):
+        raise ValueError("sample_weight contains negative values; weights must be >= 0.")
+    if not np.any(weights > 0):
+        raise ValueError("sample_weight is zero for every sample; nothing to learn from.")
+    return weights
