@@ -115,7 +115,7 @@ def _canonical_csr(X):
 def check_at_least_two_classes(classes):
     if len(classes) < 2:
         raise ValueError(
-            f"The training labels contain a single class ({classes[0]!r}); a classifier "
+            f"The training labels contain only one class ({classes[0]!r}); a classifier "
             "needs samples of at least two classes."
         )
 

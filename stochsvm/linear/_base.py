@@ -212,7 +212,6 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
         coefs, intercepts, histories, epochs = [], [], [], []
         n_samples = X.shape[0]
         for index, (y_signed, state) in enumerate(zip(problems, self._states)):
-            generator = np.random.default_rng(seeds[index] + state.get("epochs_done", 0))
             label = type(self).__name__
             if len(problems) > 1:
                 label += f"[{self.classes_[index]!r}] "
@@ -228,8 +227,12 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
             )
             epoch = 0
             for epoch in range(1, n_epochs + 1):
+                # one generator per (problem seed, epoch): a warm-started continuation
+                # visits the samples in the same orders as one longer fit
                 order = (
-                    generator.permutation(n_samples).astype(np.int64)
+                    np.random.default_rng((int(seeds[index]), state.get("epochs_done", 0)))
+                    .permutation(n_samples)
+                    .astype(np.int64)
                     if self.shuffle
                     else np.arange(n_samples, dtype=np.int64)
                 )
