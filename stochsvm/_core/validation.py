@@ -29,21 +29,30 @@ __all__ = [
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
+def _finite(value, name):
+    if isinstance(value, numbers.Real) and not np.isfinite(value):
+        raise ValueError(f"{name} == {value!r}, must be a finite number.")
+    return value
+
+
 def check_nonnegative(value, name):
-    """A real number ``>= 0`` (bools refused)."""
-    return float(check_scalar(value, name, numbers.Real, min_val=0.0))
+    """A finite real number ``>= 0`` (bools refused)."""
+    return float(check_scalar(_finite(value, name), name, numbers.Real, min_val=0.0))
 
 
 def check_positive(value, name):
-    """A real number ``> 0``."""
+    """A finite real number ``> 0``."""
     return float(
-        check_scalar(value, name, numbers.Real, min_val=0.0, include_boundaries="neither")
+        check_scalar(_finite(value, name), name, numbers.Real, min_val=0.0,
+                     include_boundaries="neither")
     )
 
 
 def check_fraction(value, name):
     """A real number in ``[0, 1]``."""
-    return float(check_scalar(value, name, numbers.Real, min_val=0.0, max_val=1.0))
+    return float(
+        check_scalar(_finite(value, name), name, numbers.Real, min_val=0.0, max_val=1.0)
+    )
 
 
 def check_positive_int(value, name, allow_none=False):
