@@ -51,44 +51,56 @@ __all__ = ["SADMMClassifier"]
 # compiled loop
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _catch_up(j, now, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio, average_start):
-    """Apply the ``now - last[j]`` skipped steps of coordinate ``j`` in closed form.
+def _skipped_steps(z0, mu0, skipped, silent, rho, strength, l1_ratio):
+    """Closed form of ``skipped`` steps on a coordinate absent from the samples.
 
-    Steps with index ``> average_start`` also add their ``z`` and ``w`` to the running sums.
+    With :math:`x_j = 0` eq. (12) reduces to :math:`w = z - \\mu/\\rho`,
+    :math:`z' = \\operatorname{prox}(z)` and :math:`\\mu' = \\rho(z - z')`. The first ``silent``
+    steps precede the averaging window; the others add their ``z`` and ``w`` to the sums.
+    Returns ``(z, mu, z_total, w_total)``. Scalars only, so that calling it is cheap.
     """
-    skipped = now - last[j]
-    if skipped <= 0:
-        return
-    z0 = z[j]
-    mu0 = mu[j]
-    # steps before averaging starts: advance without summing
-    silent = min(skipped, max(0, average_start - last[j]))
+    z_total = 0.0
+    w_total = 0.0
     if silent > 0:
         z_before = prox_repeated(z0, strength, l1_ratio, silent - 1)
-        z0_new = prox_scalar(z_before, strength, l1_ratio)
-        mu0 = rho * (z_before - z0_new)
-        z0 = z0_new
+        z_after = prox_scalar(z_before, strength, l1_ratio)
+        mu0 = rho * (z_before - z_after)
+        z0 = z_after
     counted = skipped - silent
     if counted > 0:
         # z of the counted steps: prox^1(z0) + ... + prox^counted(z0)
-        z_sum[j] += prox_repeated_sum(z0, strength, l1_ratio, counted)
-        # w at a skipped step is z_prev - mu_prev / rho, i.e. z0 - mu0/rho at the first
-        # one and 2 z^(i-1) - z^(i-2) afterwards.
+        z_total = prox_repeated_sum(z0, strength, l1_ratio, counted)
+        # w at a skipped step is z_prev - mu_prev / rho: z0 - mu0/rho at the first one and
+        # 2 z^(i-1) - z^(i-2) afterwards
         w_total = z0 - mu0 / rho
         if counted >= 2:
             w_total += 2.0 * prox_repeated_sum(z0, strength, l1_ratio, counted - 1)
             w_total -= z0 + prox_repeated_sum(z0, strength, l1_ratio, counted - 2)
-        w_sum[j] += w_total
         z_before = prox_repeated(z0, strength, l1_ratio, counted - 1)
         z_after = prox_scalar(z_before, strength, l1_ratio)
         mu0 = rho * (z_before - z_after)
         z0 = z_after
-    z[j] = z0
-    mu[j] = mu0
+    return z0, mu0, z_total, w_total
+
+
+# Helpers taking arrays are inlined at the numba-IR level: a regular call passes every array
+# as an expanded struct, and a large inlined body slows the whole loop down (both measured);
+# the arithmetic of the skipped steps therefore lives in the scalar function above.
+@numba.njit(cache=True, inline="always")
+def _catch_up(j, now, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio, average_start):
+    """Bring coordinate ``j`` from step ``last[j]`` to step ``now`` (see _skipped_steps)."""
+    skipped = now - last[j]
+    silent = min(skipped, max(0, average_start - last[j]))
+    z_new, mu_new, z_total, w_total = _skipped_steps(z[j], mu[j], skipped, silent, rho,
+                                                     strength, l1_ratio)
+    z[j] = z_new
+    mu[j] = mu_new
+    z_sum[j] += z_total
+    w_sum[j] += w_total
     last[j] = now
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _sadmm_step(row_indices, row_values, label, weight, z, mu, last, z_sum, w_sum,
                 scalars, step, rho, strength, l1_ratio, fit_intercept, average_start):
     """One SADMM step (eq. 12) on one sample; returns the sample's weighted hinge loss.
@@ -96,27 +108,33 @@ def _sadmm_step(row_indices, row_values, label, weight, z, mu, last, z_sum, w_su
     ``scalars`` holds ``[intercept, intercept_sum]``.
     """
     intercept = scalars[0]
-    inner = intercept  # <z - mu/rho, x> + b
+    inverse_rho = 1.0 / rho
     current = intercept  # <z, x> + b, the model before the step (for the running loss)
+    multiplier_dot = 0.0  # <mu, x>
     norm_squared = 1.0 if fit_intercept else 0.0
     for position in range(row_indices.shape[0]):
         j = row_indices[position]
-        _catch_up(j, step, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio, average_start)
+        if last[j] < step:
+            _catch_up(j, step, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio,
+                      average_start)
         value = row_values[position]
-        inner += (z[j] - mu[j] / rho) * value
         current += z[j] * value
+        multiplier_dot += mu[j] * value
         norm_squared += value * value
+    inner = current - multiplier_dot * inverse_rho  # <z - mu/rho, x> + b
     loss = weight * max(0.0, 1.0 - label * current)
     beta = 0.0
     if norm_squared > 0.0:
         beta = rho * (1.0 - label * inner) / norm_squared
         beta = min(max(beta, 0.0), weight)
-    scale = beta * label / rho
+    scale = beta * label * inverse_rho
     counted = step + 1 > average_start
     for position in range(row_indices.shape[0]):
         j = row_indices[position]
-        w_new = z[j] - mu[j] / rho + scale * row_values[position]
-        z_new = prox_scalar(w_new + mu[j] / rho, strength, l1_ratio)
+        # w + mu/rho = z + (beta y / rho) x, so the z-step needs no division
+        shifted = z[j] + scale * row_values[position]
+        w_new = shifted - mu[j] * inverse_rho
+        z_new = prox_scalar(shifted, strength, l1_ratio)
         mu[j] += rho * (w_new - z_new)
         z[j] = z_new
         last[j] = step + 1
@@ -156,7 +174,9 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, mu, last, z
         step += 1
     # bring every coordinate up to date so the state is exact at the end of the pass
     for j in range(z.shape[0]):
-        _catch_up(j, step, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio, average_start)
+        if last[j] < step:
+            _catch_up(j, step, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio,
+                      average_start)
     return loss_sum
 
 
