@@ -32,7 +32,8 @@ def test_compiled_loop_matches_twin(penalty, l1_ratio, average, schedule, power,
     alpha, rho, epochs = 0.05, 0.7, 3
     clf = SADMMClassifier(penalty=penalty, l1_ratio=0.4, alpha=alpha, rho=rho,
                           rho_schedule=schedule, average=average, shuffle=False,
-                          max_iter=epochs, tol=None).fit(data, y, sample_weight=weights)
+                          max_iter=epochs, tol=None, track_vi=True).fit(data, y,
+                                                                        sample_weight=weights)
     n = X.shape[0]
     orders = [np.arange(n)] * epochs
     rhos = [rho * (1.0 + e) ** power for e in range(epochs)]

@@ -51,13 +51,14 @@ __all__ = ["SADMMClassifier"]
 # compiled loop
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _skipped_steps(z0, mu0, skipped, silent, rho, strength, l1_ratio):
+def _skipped_steps(z0, mu0, skipped, silent, rho, strength, l1_ratio, track_w):
     """Closed form of ``skipped`` steps on a coordinate absent from the samples.
 
     With :math:`x_j = 0` eq. (12) reduces to :math:`w = z - \\mu/\\rho`,
     :math:`z' = \\operatorname{prox}(z)` and :math:`\\mu' = \\rho(z - z')`. The first ``silent``
     steps precede the averaging window; the others add their ``z`` and ``w`` to the sums.
-    Returns ``(z, mu, z_total, w_total)``. Scalars only, so that calling it is cheap.
+    Returns ``(z, mu, z_total, w_total)``; ``w_total`` is computed only when ``track_w``.
+    Scalars only, so that calling it is cheap.
     """
     z_total = 0.0
     w_total = 0.0
@@ -72,8 +73,9 @@ def _skipped_steps(z0, mu0, skipped, silent, rho, strength, l1_ratio):
         z_total = prox_repeated_sum(z0, strength, l1_ratio, counted)
         # w at a skipped step is z_prev - mu_prev / rho: z0 - mu0/rho at the first one and
         # 2 z^(i-1) - z^(i-2) afterwards
-        w_total = z0 - mu0 / rho
-        if counted >= 2:
+        if track_w:
+            w_total = z0 - mu0 / rho
+        if track_w and counted >= 2:
             w_total += 2.0 * prox_repeated_sum(z0, strength, l1_ratio, counted - 1)
             w_total -= z0 + prox_repeated_sum(z0, strength, l1_ratio, counted - 2)
         z_before = prox_repeated(z0, strength, l1_ratio, counted - 1)
@@ -83,26 +85,9 @@ def _skipped_steps(z0, mu0, skipped, silent, rho, strength, l1_ratio):
     return z0, mu0, z_total, w_total
 
 
-# Helpers taking arrays are inlined at the numba-IR level: a regular call passes every array
-# as an expanded struct, and a large inlined body slows the whole loop down (both measured);
-# the arithmetic of the skipped steps therefore lives in the scalar function above.
-@numba.njit(cache=True, inline="always")
-def _catch_up(j, now, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio, average_start):
-    """Bring coordinate ``j`` from step ``last[j]`` to step ``now`` (see _skipped_steps)."""
-    skipped = now - last[j]
-    silent = min(skipped, max(0, average_start - last[j]))
-    z_new, mu_new, z_total, w_total = _skipped_steps(z[j], mu[j], skipped, silent, rho,
-                                                     strength, l1_ratio)
-    z[j] = z_new
-    mu[j] = mu_new
-    z_sum[j] += z_total
-    w_sum[j] += w_total
-    last[j] = now
-
-
 @numba.njit(cache=True, inline="always")
 def _sadmm_step(row_indices, row_values, label, weight, z, mu, last, z_sum, w_sum,
-                scalars, step, rho, strength, l1_ratio, fit_intercept, average_start):
+                scalars, step, rho, strength, l1_ratio, fit_intercept, average_start, track_w):
     """One SADMM step (eq. 12) on one sample; returns the sample's weighted hinge loss.
 
     ``scalars`` holds ``[intercept, intercept_sum]``.
@@ -115,8 +100,15 @@ def _sadmm_step(row_indices, row_values, label, weight, z, mu, last, z_sum, w_su
     for position in range(row_indices.shape[0]):
         j = row_indices[position]
         if last[j] < step:
-            _catch_up(j, step, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio,
-                      average_start)
+            # Written out here rather than in a helper taking the arrays: passing arrays to a
+            # function costs reference-count updates that dominate the arithmetic (measured).
+            skipped = step - last[j]
+            silent = min(skipped, max(0, average_start - last[j]))
+            z[j], mu[j], z_total, w_total = _skipped_steps(z[j], mu[j], skipped, silent, rho,
+                                                           strength, l1_ratio, track_w)
+            z_sum[j] += z_total
+            w_sum[j] += w_total
+            last[j] = step
         value = row_values[position]
         current += z[j] * value
         multiplier_dot += mu[j] * value
@@ -140,7 +132,8 @@ def _sadmm_step(row_indices, row_values, label, weight, z, mu, last, z_sum, w_su
         last[j] = step + 1
         if counted:
             z_sum[j] += z_new
-            w_sum[j] += w_new
+            if track_w:
+                w_sum[j] += w_new
     if fit_intercept:
         intercept += scale
         scalars[0] = intercept
@@ -151,32 +144,38 @@ def _sadmm_step(row_indices, row_values, label, weight, z, mu, last, z_sum, w_su
 
 @numba.njit(cache=True)
 def _sadmm_epoch_dense(X, y, weights, order, z, mu, last, z_sum, w_sum, scalars, step, rho,
-                       strength, l1_ratio, fit_intercept, average_start):
+                       strength, l1_ratio, fit_intercept, average_start, track_w):
     all_indices = np.arange(X.shape[1])
     loss_sum = 0.0
     for i in order:
         loss_sum += _sadmm_step(all_indices, X[i], y[i], weights[i], z, mu, last, z_sum,
                                 w_sum, scalars, step, rho, strength, l1_ratio, fit_intercept,
-                                average_start)
+                                average_start, track_w)
         step += 1
     return loss_sum
 
 
 @numba.njit(cache=True)
 def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, mu, last, z_sum, w_sum,
-                        scalars, step, rho, strength, l1_ratio, fit_intercept, average_start):
+                        scalars, step, rho, strength, l1_ratio, fit_intercept, average_start,
+                        track_w):
     loss_sum = 0.0
     for i in order:
         start, end = indptr[i], indptr[i + 1]
         loss_sum += _sadmm_step(indices[start:end], data[start:end], y[i], weights[i], z, mu,
                                 last, z_sum, w_sum, scalars, step, rho, strength, l1_ratio,
-                                fit_intercept, average_start)
+                                fit_intercept, average_start, track_w)
         step += 1
     # bring every coordinate up to date so the state is exact at the end of the pass
     for j in range(z.shape[0]):
         if last[j] < step:
-            _catch_up(j, step, z, mu, last, z_sum, w_sum, rho, strength, l1_ratio,
-                      average_start)
+            skipped = step - last[j]
+            silent = min(skipped, max(0, average_start - last[j]))
+            z[j], mu[j], z_total, w_total = _skipped_steps(z[j], mu[j], skipped, silent, rho,
+                                                           strength, l1_ratio, track_w)
+            z_sum[j] += z_total
+            w_sum[j] += w_total
+            last[j] = step
     return loss_sum
 
 
@@ -329,6 +328,8 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
             "scalars": np.zeros(2),  # intercept, intercept sum
             "samples_seen": 0,
             "average_start": resolved["average_start"],
+            # the averaged w (for the VI record) is kept only when asked for from the start
+            "w_tracked": bool(self.track_vi),
         }
 
     @staticmethod
@@ -345,7 +346,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
             y, weights, order, state["z"], state["mu"], state["last"], state["z_sum"],
             state["w_sum"], state["scalars"], int(state["samples_seen"]), rho,
             resolved["alpha"] / rho, resolved["l1_ratio"], bool(self.fit_intercept),
-            self._summed_from(state),
+            self._summed_from(state), bool(state["w_tracked"]),
         )
         if is_sparse(X):
             loss_sum = _sadmm_epoch_sparse(*as_csr_arrays(X), *arguments)
@@ -371,7 +372,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         return coef, intercept
 
     def _extra_record(self, state, X, y_signed, weights, resolved):
-        if not self.track_vi:
+        if not (self.track_vi and state["w_tracked"]):
             return {}
         loss, penalty = resolved["loss"], resolved["penalty"]
         alpha, l1_ratio, rho = resolved["alpha"], resolved["l1_ratio"], state["rho"]
