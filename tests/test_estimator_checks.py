@@ -3,11 +3,19 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from stochsvm import SADMMClassifier
+from stochsvm import ComidClassifier, PegasosClassifier, RDAClassifier, SADMMClassifier
 
 ESTIMATORS = [
     SADMMClassifier(random_state=0),
     SADMMClassifier(penalty="l2", average=False, random_state=0),
+    RDAClassifier(random_state=0),
+    RDAClassifier(penalty="elasticnet", loss="log_loss", average=True, sparsity_boost=0.5,
+                  random_state=0),
+    ComidClassifier(random_state=0),
+    ComidClassifier(penalty="elasticnet", average=True, loss="log_loss", random_state=0),
+    PegasosClassifier(random_state=0),
+    PegasosClassifier(batch_size=4, projection=False, average=True, loss="log_loss",
+                      random_state=0),
 ]
 
 # Stochastic solvers visit samples in a random order, so a model fitted with integer sample

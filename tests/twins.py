@@ -60,3 +60,149 @@ def sadmm_twin(X, y, weights, orders, rhos, alpha, l1_ratio, fit_intercept=True,
         return z, mu, intercept, np.zeros(n_features), np.zeros(n_features), 0.0
     return z, mu, intercept, z_sum / counted, w_sum / counted, intercept_sum / counted
 
+
+
+# ======================================================================================
+# RDA (stochsvm/linear/rda.py), eq. (13) of the SADMM paper / Xiao (2010)
+# ======================================================================================
+def rda_twin(X, y, weights, orders, alpha, l1_ratio, gamma, sparsity_boost=0.0, loss="hinge",
+             fit_intercept=True, average_start=None):
+    """RDA passes over ``orders``: every step recomputes the whole iterate from the average
+    gradient, w = argmin <g_bar, w> + alpha R(w) + (gamma / sqrt(t)) h(w).
+
+    Returns ``(coef_last, intercept_last, gradient_sum, intercept_gradient_sum, coef_average,
+    intercept_average)`` where the last iterate is the one after the final step and the
+    averages run over the iterates after the steps ``t > average_start`` (zeros when
+    ``average_start`` is None or nothing was averaged).
+    """
+    from stochsvm._core.losses import get_margin_loss
+
+    margin_loss = get_margin_loss(loss)
+    rows = _rows(X)
+    n_features = rows.shape[1]
+    gradient_sum = np.zeros(n_features)
+    intercept_gradient_sum = 0.0
+
+    def iterate(count):
+        if count == 0:
+            return np.zeros(n_features), 0.0
+        average_gradient = gradient_sum / count
+        proximal_weight = gamma / np.sqrt(count)  # beta_t / t
+        threshold = alpha * l1_ratio + sparsity_boost * proximal_weight
+        shrink = alpha * (1.0 - l1_ratio) + proximal_weight
+        coef = -np.sign(average_gradient) * np.maximum(
+            np.abs(average_gradient) - threshold, 0.0) / shrink
+        intercept = -(intercept_gradient_sum / count) / proximal_weight
+        return coef, intercept
+
+    coef_sum = np.zeros(n_features)
+    intercept_sum = 0.0
+    step = 0
+    for order in orders:
+        for i in order:
+            coef, intercept = iterate(step)
+            margin = y[i] * (rows[i] @ coef + intercept)
+            gradient = weights[i] * float(margin_loss.derivative(margin)) * y[i]
+            gradient_sum += gradient * rows[i]
+            if fit_intercept:
+                intercept_gradient_sum += gradient
+            step += 1
+            if average_start is not None and step > average_start:
+                coef, intercept = iterate(step)
+                coef_sum += coef
+                intercept_sum += intercept
+    coef, intercept = iterate(step)
+    counted = 0 if average_start is None else max(0, step - average_start)
+    if counted == 0:
+        return coef, intercept, gradient_sum, intercept_gradient_sum, np.zeros(n_features), 0.0
+    return (coef, intercept, gradient_sum, intercept_gradient_sum, coef_sum / counted,
+            intercept_sum / counted)
+
+
+# ======================================================================================
+# Pegasos (stochsvm/linear/pegasos.py), Fig. 1-2 of Shalev-Shwartz et al. (2011)
+# ======================================================================================
+def pegasos_twin(X, y, weights, order, alpha, t0, batch_size, radius, fit_intercept=True,
+                 average_start=0, loss_derivative=None, batches_done=0):
+    """Mini-batch Pegasos on plain vectors; return ``(w, b, w_average, b_average)``.
+
+    Batch ``t`` (``t = batches_done, ...``) is ``order[t k:(t + 1) k]``; its step is
+    ``eta = 1 / (alpha (t + t0))``; ``w <- (1 - eta alpha) w - (eta / k) sum s l'(m) y x``, then
+    ``w`` is projected onto the ball of radius ``radius`` (``None``: no projection). The
+    intercept takes the same step without shrinkage. A batch counts in the average when the
+    samples seen at its end exceed ``average_start`` (``None``: no average, zeros returned).
+    ``loss_derivative`` defaults to the hinge's ``-1 if m < 1 else 0``.
+    """
+    if loss_derivative is None:
+        def loss_derivative(margin):
+            return -1.0 if margin < 1.0 else 0.0
+    rows = _rows(X)
+    w = np.zeros(rows.shape[1])
+    b = 0.0
+    w_sum = np.zeros(rows.shape[1])
+    b_sum = 0.0
+    counted = 0
+    for number, start in enumerate(range(0, len(order), batch_size)):
+        batch = order[start:start + batch_size]
+        eta = 1.0 / (alpha * (batches_done + number + t0))
+        gradient = np.zeros(rows.shape[1])
+        gradient_b = 0.0
+        for i in batch:
+            margin = y[i] * (rows[i] @ w + b)
+            derivative = weights[i] * loss_derivative(margin) * y[i]
+            gradient += derivative * rows[i]
+            gradient_b += derivative
+        w = (1.0 - eta * alpha) * w - eta * gradient / len(batch)
+        if fit_intercept:
+            b = b - eta * gradient_b / len(batch)
+        if radius is not None and np.linalg.norm(w) > radius:
+            w = w * radius / np.linalg.norm(w)
+        if average_start is not None and start + len(batch) > average_start:
+            w_sum += w
+            b_sum += b
+            counted += 1
+    if counted == 0:
+        return w, b, np.zeros_like(w), 0.0
+    return w, b, w_sum / counted, b_sum / counted
+
+
+# ======================================================================================
+# Comid / FOBOS (stochsvm/linear/comid.py), eq. (3) of Duchi et al. (2010)
+# ======================================================================================
+def comid_twin(X, y, weights, order, alpha, l1_ratio, eta0, power_t, fit_intercept=True,
+               average_start=0, loss_derivative=None, steps_done=0):
+    """Comid with the Euclidean mirror map on plain vectors: ``(w, b, w_average, b_average)``.
+
+    Step ``t = steps_done + 1, ...`` on sample ``order[t - steps_done - 1]``: ``eta = eta0 /
+    t ** power_t``, ``w <- prox_{eta alpha R}(w - eta s l'(m) y x)`` on *every* coordinate,
+    ``b <- b - eta s l'(m) y``. Steps with ``t > average_start`` enter the average (``None``:
+    no average, zeros returned). ``loss_derivative`` defaults to the hinge's.
+    """
+    if loss_derivative is None:
+        def loss_derivative(margin):
+            return -1.0 if margin < 1.0 else 0.0
+    rows = _rows(X)
+    w = np.zeros(rows.shape[1])
+    b = 0.0
+    w_sum = np.zeros(rows.shape[1])
+    b_sum = 0.0
+    counted = 0
+    for number, i in enumerate(order):
+        step = steps_done + number + 1
+        eta = eta0 / step ** power_t
+        margin = y[i] * (rows[i] @ w + b)
+        gradient = weights[i] * loss_derivative(margin) * y[i]
+        v = w - eta * gradient * rows[i]
+        strength = eta * alpha
+        w = np.sign(v) * np.maximum(np.abs(v) - strength * l1_ratio, 0.0) / (
+            1.0 + strength * (1.0 - l1_ratio)
+        )
+        if fit_intercept:
+            b = b - eta * gradient
+        if average_start is not None and step > average_start:
+            w_sum += w
+            b_sum += b
+            counted += 1
+    if counted == 0:
+        return w, b, np.zeros_like(w), 0.0
+    return w, b, w_sum / counted, b_sum / counted
