@@ -64,6 +64,39 @@ def test_no_intercept_matches_twin():
     assert clf.intercept_[0] == 0.0
 
 
+@pytest.mark.parametrize("average", [True, False, 100])
+@pytest.mark.parametrize("alpha", [0.05, 3.0])  # 3.0: the scale factor is folded many times
+def test_sparse_l2_loop_matches_twin(average, alpha):
+    """The l2 CSR loop keeps z = a v and nu = (alpha / rho) z instead of catching up."""
+    X, y = _sparse_problem(seed=5, n_samples=120)
+    weights = np.random.default_rng(2).uniform(0.2, 2.0, size=X.shape[0])
+    clf = SADMMClassifier(penalty="l2", alpha=alpha, rho=0.7, average=average, shuffle=False,
+                          max_iter=3, tol=None).fit(X, y, sample_weight=weights)
+    orders = [np.arange(X.shape[0])] * 3
+    rhos = [0.7 * (1.0 + e) for e in range(3)]
+    start = None if average is False else (0 if average is True else average)
+    z, mu, b, z_avg, _, b_avg = sadmm_twin(X, y, weights, orders, rhos, alpha, 0.0, True, start)
+    state = clf._states[0]
+    np.testing.assert_allclose(state["z"], z, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(state["mu"], mu, rtol=1e-9, atol=1e-12)
+    expected = z if start is None else z_avg
+    np.testing.assert_allclose(clf.coef_[0], expected, rtol=1e-9, atol=1e-12)
+    if start is not None:
+        assert clf.intercept_[0] == pytest.approx(b_avg, rel=1e-9, abs=1e-12)
+
+
+def test_rho_time_scale_is_the_first_batch():
+    """partial_fit: rho grows with the samples seen on the scale of the first batch, whatever
+    the sizes of the later batches."""
+    X, y = binary_digits()
+    clf = SADMMClassifier(rho=2.0)
+    seen = 0
+    for size in (10, 30, 60, 5):
+        clf.partial_fit(X[seen:seen + size], y[seen:seen + size], classes=[-1, 1])
+        assert clf._states[0]["rho"] == pytest.approx(2.0 * (1.0 + seen / 10))
+        seen += size
+
+
 CASES = [
     ("breast_cancer", "l1", 1e-2),
     ("digits", "l1", 1e-3),

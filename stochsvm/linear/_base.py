@@ -363,8 +363,9 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
 
 
 def as_csr_arrays(X):
-    """``(data, indices, indptr)`` of a CSR matrix with int64 indices (for compiled loops)."""
-    return X.data, X.indices.astype(np.int64, copy=False), X.indptr.astype(np.int64, copy=False)
+    """``(data, indices, indptr)`` of a CSR matrix, without copies (the compiled loops take
+    int32 or int64 indices)."""
+    return X.data, X.indices, X.indptr
 
 
 def is_sparse(X):

@@ -33,6 +33,9 @@ Sparse data: for a coordinate :math:`j` with :math:`x_j = 0` the updates reduce 
 :math:`z_j \leftarrow \operatorname{prox}(z_j)` and :math:`\mu_j \leftarrow \rho(z_j^{old} -
 z_j^{new})`, so k skipped steps have a closed form (:func:`stochsvm._core.penalties.prox_repeated`).
 Coordinates are brought up to date only when a sample touches them, and an epoch costs O(nnz).
+With the pure l2 penalty there is nothing to catch up: the z-step shrinks every coordinate by
+the same factor and :math:`\mu = \alpha z` after every step, so the loop keeps :math:`z` as a
+scalar times a vector (see :func:`_sadmm_epoch_sparse_l2`).
 """
 
 from __future__ import annotations
@@ -50,132 +53,343 @@ __all__ = ["SADMMClassifier"]
 # --------------------------------------------------------------------------------------
 # compiled loop
 # --------------------------------------------------------------------------------------
+# The loops carry the scaled multiplier nu = mu / rho (rho is constant within a pass), so that
+# eq. (12) needs no division: with shifted = w + nu = z + (beta y / rho) x,
+#     z' = prox(shifted),   nu' = nu + w - z' = shifted - z'.
+# The prox of (alpha / rho) R is soft_threshold(., threshold) * factor with
+# threshold = (alpha / rho) l1_ratio and factor = 1 / (1 + (alpha / rho)(1 - l1_ratio)).
 @numba.njit(cache=True)
-def _skipped_steps(z0, mu0, skipped, silent, rho, strength, l1_ratio, track_w):
+def _prox(value, threshold, factor):
+    """``prox`` of one coordinate with the pass's precomputed threshold and shrink factor."""
+    # branch-free soft threshold (value - clip(value, -threshold, threshold)), so that dense
+    # loops vectorize; bit-for-bit the usual three-case formula
+    return (value - min(max(value, -threshold), threshold)) * factor
+
+
+@numba.njit(cache=True)
+def _prox_power(value, count, threshold, factor, factor_power, strength, l1_ratio):
+    """``count`` successive prox steps; ``factor_power`` is ``factor ** count`` (from a table)."""
+    if count <= 0 or value == 0.0:
+        return value
+    if threshold == 0.0:  # l2: a geometric shrink
+        return value * factor_power
+    if factor == 1.0:  # l1: the magnitude drops by ``threshold`` per step down to zero
+        magnitude = abs(value) - count * threshold
+        if magnitude <= 0.0:
+            return 0.0
+        return magnitude if value > 0.0 else -magnitude
+    return prox_repeated(value, strength, l1_ratio, count)
+
+
+@numba.njit(cache=True)
+def _prox_power_sum(value, count, threshold, factor, factor_power, geometric, strength,
+                    l1_ratio):
+    """``prox^1(value) + ... + prox^count(value)``; ``geometric`` is ``factor / (1 - factor)``
+    (unused when ``factor == 1``)."""
+    if count <= 0 or value == 0.0:
+        return 0.0
+    if threshold == 0.0:
+        if factor == 1.0:
+            return count * value
+        return value * geometric * (1.0 - factor_power)
+    if factor == 1.0:
+        magnitude = abs(value)
+        positive = min(count, int(np.ceil(magnitude / threshold)) - 1)
+        while positive > 0 and magnitude - positive * threshold <= 0.0:
+            positive -= 1
+        if positive <= 0:
+            return 0.0
+        total = positive * magnitude - threshold * positive * (positive + 1) / 2.0
+        return total if value > 0.0 else -total
+    return prox_repeated_sum(value, strength, l1_ratio, count)
+
+
+@numba.njit(cache=True)
+def _factor_powers(factor, length):
+    """``factor ** k`` for ``k = 0 .. length`` (the l2 shrink of k skipped steps)."""
+    powers = np.empty(length + 1)
+    value = 1.0
+    for k in range(length + 1):
+        powers[k] = value
+        value *= factor
+    return powers
+
+
+@numba.njit(cache=True)
+def _skipped_steps(z0, nu0, skipped, silent, threshold, factor, geometric, power_silent,
+                   power_counted, power_counted_1, power_counted_2, strength, l1_ratio, track_w):
     """Closed form of ``skipped`` steps on a coordinate absent from the samples.
 
-    With :math:`x_j = 0` eq. (12) reduces to :math:`w = z - \\mu/\\rho`,
-    :math:`z' = \\operatorname{prox}(z)` and :math:`\\mu' = \\rho(z - z')`. The first ``silent``
-    steps precede the averaging window; the others add their ``z`` and ``w`` to the sums.
-    Returns ``(z, mu, z_total, w_total)``; ``w_total`` is computed only when ``track_w``.
-    Scalars only, so that calling it is cheap.
+    With :math:`x_j = 0` eq. (12) reduces to :math:`z' = \\operatorname{prox}(z)`,
+    :math:`\\nu' = z - z'` and :math:`w = z - \\nu`. The first ``silent`` steps precede the
+    averaging window; the others add their ``z`` and (when ``track_w``) ``w`` to the
+    sums. ``power_silent`` is ``factor ** (silent - 1)`` and ``power_counted[_1, _2]`` are
+    ``factor ** (counted [- 1, - 2])`` with ``counted = skipped - silent`` (scalars read from
+    the pass's table by the caller: an array argument would cost more than the arithmetic).
+    Returns ``(z, nu, z_total, w_total)``.
     """
+    if silent == 0 and not track_w:
+        # the common cases first, without divisions or loops
+        if z0 == 0.0:  # zero stays zero, and so does nu after a step
+            return 0.0, 0.0, 0.0, 0.0
+        if threshold == 0.0 and factor != 1.0:  # l2: z^i = z0 factor^i
+            z_after = z0 * power_counted
+            return (z_after, z0 * power_counted_1 - z_after,
+                    z0 * geometric * (1.0 - power_counted), 0.0)
+        if factor == 1.0 and skipped * threshold < abs(z0):  # l1, z stays away from zero
+            drop = threshold if z0 > 0.0 else -threshold
+            z_after = z0 - skipped * drop
+            return (z_after, drop, skipped * z0 - drop * (skipped * (skipped + 1) // 2), 0.0)
     z_total = 0.0
     w_total = 0.0
     if silent > 0:
-        z_before = prox_repeated(z0, strength, l1_ratio, silent - 1)
-        z_after = prox_scalar(z_before, strength, l1_ratio)
-        mu0 = rho * (z_before - z_after)
+        z_before = _prox_power(z0, silent - 1, threshold, factor, power_silent, strength,
+                               l1_ratio)
+        z_after = _prox(z_before, threshold, factor)
+        nu0 = z_before - z_after
         z0 = z_after
     counted = skipped - silent
     if counted > 0:
         # z of the counted steps: prox^1(z0) + ... + prox^counted(z0)
-        z_total = prox_repeated_sum(z0, strength, l1_ratio, counted)
-        # w at a skipped step is z_prev - mu_prev / rho: z0 - mu0/rho at the first one and
-        # 2 z^(i-1) - z^(i-2) afterwards
+        z_total = _prox_power_sum(z0, counted, threshold, factor, power_counted, geometric,
+                                  strength, l1_ratio)
+        z_before = _prox_power(z0, counted - 1, threshold, factor, power_counted_1,
+                               strength, l1_ratio)
+        z_after = _prox(z_before, threshold, factor)
         if track_w:
-            w_total = z0 - mu0 / rho
-        if track_w and counted >= 2:
-            w_total += 2.0 * prox_repeated_sum(z0, strength, l1_ratio, counted - 1)
-            w_total -= z0 + prox_repeated_sum(z0, strength, l1_ratio, counted - 2)
-        z_before = prox_repeated(z0, strength, l1_ratio, counted - 1)
-        z_after = prox_scalar(z_before, strength, l1_ratio)
-        mu0 = rho * (z_before - z_after)
+            # w at a skipped step is z_prev - nu_prev: z0 - nu0 at the first one and
+            # 2 z^(i-1) - z^(i-2) afterwards
+            w_total = z0 - nu0
+            if counted >= 2:
+                w_total += 2.0 * _prox_power_sum(z0, counted - 1, threshold, factor,
+                                                 power_counted_1, geometric, strength,
+                                                 l1_ratio)
+                w_total -= z0 + _prox_power_sum(z0, counted - 2, threshold, factor,
+                                                power_counted_2, geometric, strength,
+                                                l1_ratio)
+        nu0 = z_before - z_after
         z0 = z_after
-    return z0, mu0, z_total, w_total
+    return z0, nu0, z_total, w_total
 
 
-@numba.njit(cache=True, inline="always")
-def _sadmm_step(row_indices, row_values, label, weight, z, mu, last, z_sum, w_sum,
-                scalars, step, rho, strength, l1_ratio, fit_intercept, average_start, track_w):
-    """One SADMM step (eq. 12) on one sample; returns the sample's weighted hinge loss.
+# "reassoc" lets LLVM vectorize the three dot products (sums in a different order, not a
+# different result beyond rounding); no flag that assumes finite values is set.
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _sadmm_epoch_dense(X, y, weights, order, z, nu, z_sum, w_sum, scalars, step, rho,
+                       threshold, factor, fit_intercept, average_start, track_w):
+    """One pass of eq. (12) over the rows ``order`` of a dense ``X``.
 
-    ``scalars`` holds ``[intercept, intercept_sum]``.
+    ``scalars`` holds ``[intercept, intercept_sum]``. Returns the summed weighted hinge loss
+    of the samples before their steps (the running loss of the ``tol`` rule).
     """
-    intercept = scalars[0]
     inverse_rho = 1.0 / rho
-    current = intercept  # <z, x> + b, the model before the step (for the running loss)
-    multiplier_dot = 0.0  # <mu, x>
-    norm_squared = 1.0 if fit_intercept else 0.0
-    for position in range(row_indices.shape[0]):
-        j = row_indices[position]
-        if last[j] < step:
-            # Written out here rather than in a helper taking the arrays: passing arrays to a
-            # function costs reference-count updates that dominate the arithmetic (measured).
-            skipped = step - last[j]
-            silent = min(skipped, max(0, average_start - last[j]))
-            z[j], mu[j], z_total, w_total = _skipped_steps(z[j], mu[j], skipped, silent, rho,
-                                                           strength, l1_ratio, track_w)
-            z_sum[j] += z_total
-            w_sum[j] += w_total
-            last[j] = step
-        value = row_values[position]
-        current += z[j] * value
-        multiplier_dot += mu[j] * value
-        norm_squared += value * value
-    inner = current - multiplier_dot * inverse_rho  # <z - mu/rho, x> + b
-    loss = weight * max(0.0, 1.0 - label * current)
-    beta = 0.0
-    if norm_squared > 0.0:
-        beta = rho * (1.0 - label * inner) / norm_squared
-        beta = min(max(beta, 0.0), weight)
-    scale = beta * label * inverse_rho
-    counted = step + 1 > average_start
-    for position in range(row_indices.shape[0]):
-        j = row_indices[position]
-        # w + mu/rho = z + (beta y / rho) x, so the z-step needs no division
-        shifted = z[j] + scale * row_values[position]
-        w_new = shifted - mu[j] * inverse_rho
-        z_new = prox_scalar(shifted, strength, l1_ratio)
-        mu[j] += rho * (w_new - z_new)
-        z[j] = z_new
-        last[j] = step + 1
-        if counted:
-            z_sum[j] += z_new
-            if track_w:
-                w_sum[j] += w_new
-    if fit_intercept:
-        intercept += scale
-        scalars[0] = intercept
-    if counted:
-        scalars[1] += intercept
-    return loss
-
-
-@numba.njit(cache=True)
-def _sadmm_epoch_dense(X, y, weights, order, z, mu, last, z_sum, w_sum, scalars, step, rho,
-                       strength, l1_ratio, fit_intercept, average_start, track_w):
-    all_indices = np.arange(X.shape[1])
+    n_features = X.shape[1]
+    intercept_norm = 1.0 if fit_intercept else 0.0
     loss_sum = 0.0
     for i in order:
-        loss_sum += _sadmm_step(all_indices, X[i], y[i], weights[i], z, mu, last, z_sum,
-                                w_sum, scalars, step, rho, strength, l1_ratio, fit_intercept,
-                                average_start, track_w)
+        row = X[i]
+        label = y[i]
+        weight = weights[i]
+        current = scalars[0]  # <z, x> + b, the model before the step
+        scaled_dot = 0.0  # <nu, x>
+        norm_squared = intercept_norm
+        for j in range(n_features):
+            value = row[j]
+            current += z[j] * value
+            scaled_dot += nu[j] * value
+            norm_squared += value * value
+        loss_sum += weight * max(0.0, 1.0 - label * current)
+        beta = 0.0
+        if norm_squared > 0.0:
+            beta = rho * (1.0 - label * (current - scaled_dot)) / norm_squared
+            beta = min(max(beta, 0.0), weight)
+        scale = beta * label * inverse_rho
         step += 1
+        # three copies of the update, so that each inner loop is branch-free and vectorizes
+        if step > average_start and track_w:
+            for j in range(n_features):
+                shifted = z[j] + scale * row[j]  # w + nu
+                z_new = _prox(shifted, threshold, factor)
+                w_sum[j] += shifted - nu[j]
+                nu[j] = shifted - z_new
+                z[j] = z_new
+                z_sum[j] += z_new
+        elif step > average_start:
+            for j in range(n_features):
+                shifted = z[j] + scale * row[j]
+                z_new = _prox(shifted, threshold, factor)
+                nu[j] = shifted - z_new
+                z[j] = z_new
+                z_sum[j] += z_new
+        else:
+            for j in range(n_features):
+                shifted = z[j] + scale * row[j]
+                z_new = _prox(shifted, threshold, factor)
+                nu[j] = shifted - z_new
+                z[j] = z_new
+        if fit_intercept:
+            scalars[0] += scale
+        if step > average_start:
+            scalars[1] += scalars[0]
     return loss_sum
 
 
 @numba.njit(cache=True)
-def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, mu, last, z_sum, w_sum,
-                        scalars, step, rho, strength, l1_ratio, fit_intercept, average_start,
-                        track_w):
+def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, nu, last, z_sum, w_sum,
+                        scalars, step, rho, threshold, factor, strength, l1_ratio,
+                        fit_intercept, average_start, track_w):
+    """One pass of eq. (12) over CSR rows; coordinates absent from a row are brought up to
+    date in closed form (:func:`_skipped_steps`) only when a later row touches them, and all
+    of them at the end of the pass, so the pass costs O(nnz) plus O(n_features)."""
+    inverse_rho = 1.0 / rho
+    geometric = factor / (1.0 - factor) if factor != 1.0 else 0.0
+    powers = _factor_powers(factor, order.shape[0] + 1)
+    intercept_norm = 1.0 if fit_intercept else 0.0
     loss_sum = 0.0
     for i in order:
         start, end = indptr[i], indptr[i + 1]
-        loss_sum += _sadmm_step(indices[start:end], data[start:end], y[i], weights[i], z, mu,
-                                last, z_sum, w_sum, scalars, step, rho, strength, l1_ratio,
-                                fit_intercept, average_start, track_w)
+        label = y[i]
+        weight = weights[i]
+        current = scalars[0]
+        scaled_dot = 0.0
+        norm_squared = intercept_norm
+        for position in range(start, end):
+            j = indices[position]
+            if last[j] < step:
+                skipped = step - last[j]
+                silent = min(skipped, max(0, average_start - last[j]))
+                counted = skipped - silent
+                z[j], nu[j], z_total, w_total = _skipped_steps(
+                    z[j], nu[j], skipped, silent, threshold, factor, geometric,
+                    powers[max(silent - 1, 0)], powers[counted], powers[max(counted - 1, 0)],
+                    powers[max(counted - 2, 0)], strength, l1_ratio, track_w)
+                z_sum[j] += z_total
+                w_sum[j] += w_total
+                last[j] = step
+            value = data[position]
+            current += z[j] * value
+            scaled_dot += nu[j] * value
+            norm_squared += value * value
+        loss_sum += weight * max(0.0, 1.0 - label * current)
+        beta = 0.0
+        if norm_squared > 0.0:
+            beta = rho * (1.0 - label * (current - scaled_dot)) / norm_squared
+            beta = min(max(beta, 0.0), weight)
+        scale = beta * label * inverse_rho
         step += 1
+        in_window = step > average_start
+        for position in range(start, end):
+            j = indices[position]
+            shifted = z[j] + scale * data[position]
+            z_new = _prox(shifted, threshold, factor)
+            if in_window:
+                if track_w:
+                    w_sum[j] += shifted - nu[j]
+                z_sum[j] += z_new
+            nu[j] = shifted - z_new
+            z[j] = z_new
+            last[j] = step
+        if fit_intercept:
+            scalars[0] += scale
+        if in_window:
+            scalars[1] += scalars[0]
     # bring every coordinate up to date so the state is exact at the end of the pass
     for j in range(z.shape[0]):
         if last[j] < step:
             skipped = step - last[j]
             silent = min(skipped, max(0, average_start - last[j]))
-            z[j], mu[j], z_total, w_total = _skipped_steps(z[j], mu[j], skipped, silent, rho,
-                                                           strength, l1_ratio, track_w)
+            counted = skipped - silent
+            z[j], nu[j], z_total, w_total = _skipped_steps(
+                z[j], nu[j], skipped, silent, threshold, factor, geometric,
+                powers[max(silent - 1, 0)], powers[counted], powers[max(counted - 1, 0)],
+                powers[max(counted - 2, 0)], strength, l1_ratio, track_w)
             z_sum[j] += z_total
             w_sum[j] += w_total
             last[j] = step
+    return loss_sum
+
+
+@numba.njit(cache=True)
+def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, z, nu, z_sum, scalars, step,
+                           rho, strength, fit_intercept, average_start):
+    """:func:`_sadmm_epoch_sparse` for the pure l2 penalty, without any per-coordinate catch-up.
+
+    With :math:`R = \\frac12\\|w\\|^2` the z-step is a shrink,
+    :math:`z' = c\\,(z + \\tfrac{\\beta y}{\\rho} x)` with :math:`c = 1/(1 + \\alpha/\\rho)`,
+    and :math:`\\nu' = (1 - c)(z + \\tfrac{\\beta y}{\\rho}x) = \\tfrac{\\alpha}{\\rho} z'` for
+    every coordinate (the optimality condition of the z-step, :math:`\\mu = \\alpha z`). So
+    :math:`\\nu` need not be stored after the first step of the pass, and :math:`z = a\\,v` with
+    one scalar :math:`a` that every step multiplies by :math:`c`: a step costs O(nnz of the
+    row). The running sum of the iterates is kept as :math:`\\sum_t z^t = u + A\\,v` with
+    :math:`A = \\sum_t a_t` (the averaged-SGD bookkeeping); both are folded into ``z_sum``
+    whenever :math:`a` gets small and at the end of the pass.
+    """
+    inverse_rho = 1.0 / rho
+    factor = 1.0 / (1.0 + strength)
+    intercept_norm = 1.0 if fit_intercept else 0.0
+    scaled = z.copy()  # v
+    scale_factor = 1.0  # a
+    running = np.zeros_like(z)  # u
+    weight_total = 0.0  # A
+    first = True
+    loss_sum = 0.0
+    for i in order:
+        start, end = indptr[i], indptr[i + 1]
+        label = y[i]
+        weight = weights[i]
+        dot = 0.0
+        scaled_dot = 0.0  # <nu, x>, needed explicitly at the first step only
+        norm_squared = intercept_norm
+        for position in range(start, end):
+            j = indices[position]
+            value = data[position]
+            dot += scaled[j] * value
+            norm_squared += value * value
+            if first:
+                scaled_dot += nu[j] * value
+        current = scale_factor * dot + scalars[0]  # <z, x> + b
+        if not first:
+            scaled_dot = strength * scale_factor * dot
+        first = False
+        loss_sum += weight * max(0.0, 1.0 - label * current)
+        beta = 0.0
+        if norm_squared > 0.0:
+            beta = rho * (1.0 - label * (current - scaled_dot)) / norm_squared
+            beta = min(max(beta, 0.0), weight)
+        scale = beta * label * inverse_rho
+        step += 1
+        # z' = c (a v + scale x) = (c a) (v + (scale / a) x)
+        increment = scale / scale_factor
+        if step > average_start:
+            for position in range(start, end):
+                j = indices[position]
+                delta = increment * data[position]
+                scaled[j] += delta
+                running[j] -= weight_total * delta
+            scale_factor *= factor
+            weight_total += scale_factor
+        else:
+            for position in range(start, end):
+                j = indices[position]
+                scaled[j] += increment * data[position]
+            scale_factor *= factor
+        if fit_intercept:
+            scalars[0] += scale
+        if step > average_start:
+            scalars[1] += scalars[0]
+        if scale_factor < 1e-6:
+            # fold the sums and rescale (O(n_features), every ~14 / strength steps)
+            for j in range(z.shape[0]):
+                z_sum[j] += running[j] + weight_total * scaled[j]
+                running[j] = 0.0
+                scaled[j] *= scale_factor
+            weight_total = 0.0
+            scale_factor = 1.0
+    for j in range(z.shape[0]):
+        z_sum[j] += running[j] + weight_total * scaled[j]
+        z[j] = scale_factor * scaled[j]
+        if not first:
+            nu[j] = strength * z[j]
     return loss_sum
 
 
@@ -201,9 +415,10 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         acts as the step size on the sampled loss; each l1 step thresholds by ``alpha / rho``.
     rho_schedule : {"linear", "sqrt", "constant"}, default="linear"
         How :math:`\rho` grows between passes: pass :math:`e = 1, 2, \dots` (``fit`` epochs, or
-        ``partial_fit`` calls) uses :math:`\rho_e = \rho\,(1 + S_e/m_e)^p` with :math:`S_e` the
-        samples seen before the pass, :math:`m_e` the pass length, and :math:`p = 1`, ``1/2`` or
-        ``0``. ``"constant"`` is eq. (12) of the paper exactly; with a constant :math:`\rho` the
+        ``partial_fit`` calls) uses :math:`\rho_e = \rho\,(1 + S_e/m)^p` with :math:`S_e` the
+        samples seen before the pass, :math:`m` the length of the first pass (the training set
+        in ``fit``, the first batch in ``partial_fit``, so that later batch sizes do not change
+        the schedule), and :math:`p = 1`, ``1/2`` or ``0``. ``"constant"`` is eq. (12) of the paper exactly; with a constant :math:`\rho` the
         iterates settle in a neighbourhood of the optimum whose size shrinks like
         :math:`1/\rho` but not with more passes (measured on breast cancer, l1, alpha=1e-2,
         rho=10: 12% above the optimal objective after 10 or 200 epochs), so the default grows
@@ -338,20 +553,40 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         return 0 if start is None else start
 
     def _run_epoch(self, state, X, y, weights, order, resolved):
+        if "pass_length" not in state:
+            # the time scale of the rho schedule: the first pass (the training set in ``fit``,
+            # the first batch in ``partial_fit``), so later batch sizes do not change rho
+            state["pass_length"] = len(order)
         rho = self.pass_rho(resolved["rho"], resolved["rho_power"], state["samples_seen"],
-                            len(order))
+                            state["pass_length"])
         state["rho"] = rho
-        # the z-step is the prox of (alpha / rho) R
-        arguments = (
-            y, weights, order, state["z"], state["mu"], state["last"], state["z_sum"],
-            state["w_sum"], state["scalars"], int(state["samples_seen"]), rho,
-            resolved["alpha"] / rho, resolved["l1_ratio"], bool(self.fit_intercept),
-            self._summed_from(state), bool(state["w_tracked"]),
-        )
-        if is_sparse(X):
-            loss_sum = _sadmm_epoch_sparse(*as_csr_arrays(X), *arguments)
+        # the z-step is the prox of (alpha / rho) R: soft threshold, then shrink
+        strength = resolved["alpha"] / rho
+        l1_ratio = resolved["l1_ratio"]
+        threshold = strength * l1_ratio
+        factor = 1.0 / (1.0 + strength * (1.0 - l1_ratio))
+        # outside the averaging window nothing is summed (average=False: never)
+        average_start = (np.iinfo(np.int64).max if state["average_start"] is None
+                         else self._summed_from(state))
+        nu = state["mu"] / rho  # the loops carry mu / rho, rho being constant in a pass
+        common = (state["z_sum"], state["w_sum"], state["scalars"],
+                  int(state["samples_seen"]), rho, threshold, factor)
+        flags = (bool(self.fit_intercept), average_start, bool(state["w_tracked"]))
+        if is_sparse(X) and l1_ratio == 0.0 and not state["w_tracked"]:
+            loss_sum = _sadmm_epoch_sparse_l2(*as_csr_arrays(X), y, weights, order, state["z"],
+                                              nu, state["z_sum"], state["scalars"],
+                                              int(state["samples_seen"]), rho, strength,
+                                              bool(self.fit_intercept), average_start)
+            state["last"][:] = state["samples_seen"] + len(order)
+        elif is_sparse(X):
+            data, indices, indptr = as_csr_arrays(X)
+            loss_sum = _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state["z"],
+                                           nu, state["last"], *common, strength, l1_ratio,
+                                           *flags)
         else:
-            loss_sum = _sadmm_epoch_dense(X, *arguments)
+            loss_sum = _sadmm_epoch_dense(X, y, weights, order, state["z"], nu, *common, *flags)
+            state["last"][:] = state["samples_seen"] + len(order)  # every coordinate is current
+        state["mu"] = nu * rho
         state["samples_seen"] += len(order)
         return {"loss_sum": loss_sum}
 
