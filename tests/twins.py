@@ -206,3 +206,83 @@ def comid_twin(X, y, weights, order, alpha, l1_ratio, eta0, power_t, fit_interce
     if counted == 0:
         return w, b, np.zeros_like(w), 0.0
     return w, b, w_sum / counted, b_sum / counted
+
+
+# --------------------------------------------------------------------------------------
+# S3GD family: the generic mini-batch proximal step of stochsvm.linear.sgd
+# --------------------------------------------------------------------------------------
+def prox_minibatch_twin(X, y, batches, scales, control_constants, control_slopes, correction,
+                        coef, intercept, step, alpha, l1_ratio, loss="log_loss",
+                        loss_parameter=None, moment=None, moment_scale=0.0,
+                        fit_intercept=True):
+    """Plain NumPy transcription of ``_prox_steps_dense``: for each batch, the averaged
+    controlled gradient plus the correction (plus ``moment_scale * moment @ (w, b)``), then
+    the elastic-net prox of every coordinate. Returns ``(coef, intercept, loss_sum)``."""
+    from stochsvm._core.losses import get_margin_loss
+
+    margin_loss = get_margin_loss(loss)
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+    coef = np.array(coef, dtype=np.float64)
+    intercept = float(intercept)
+    loss_sum = 0.0
+    for t in range(batches.shape[0]):
+        gradient = np.zeros(X.shape[1] + 1)
+        for q in range(batches.shape[1]):
+            i = batches[t, q]
+            row = np.append(X[i], 1.0)
+            score = X[i] @ coef + intercept
+            margin = y[i] * score
+            loss_sum += scales[t, q] * float(margin_loss.value(np.array([margin]),
+                                                                loss_parameter)[0])
+            derivative = float(margin_loss.derivative(np.array([margin]), loss_parameter)[0])
+            factor = (scales[t, q] * derivative * y[i] - control_constants[t, q]
+                      - control_slopes[t, q] * score)
+            gradient += factor * row
+        gradient = gradient / batches.shape[1] + correction
+        if moment is not None:
+            gradient += moment_scale * moment @ np.append(coef, intercept)
+        value = coef - step * gradient[:-1]
+        strength = step * alpha
+        value = np.sign(value) * np.maximum(np.abs(value) - strength * l1_ratio, 0.0)
+        coef = value / (1.0 + strength * (1.0 - l1_ratio))
+        if fit_intercept:
+            intercept -= step * gradient[-1]
+    return coef, intercept, loss_sum
+
+
+def s3gd_twin(X, y, weights, graph, batches, n_inner, step, alpha, l1_ratio, loss="log_loss",
+              loss_parameter=None, fit_intercept=True):
+    """Plain NumPy transcription of ``_s3gd_epoch_dense``: at every ``n_inner``-th batch the
+    snapshot's anchor derivatives (eq. 21) and grad H (eq. 22, summed sample by sample as in
+    eq. 20), then steps with the eq. (8) controls of eq. (19). Returns ``(coef, intercept,
+    loss_sum)``."""
+    from stochsvm._core.losses import get_margin_loss
+
+    margin_loss = get_margin_loss(loss)
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    coef, intercept, loss_sum = np.zeros(d), 0.0, 0.0
+    anchors = X[graph.anchor_indices]
+    for start in range(0, batches.shape[0], n_inner):
+        scores = anchors @ coef + intercept
+        full = np.zeros(d + 1)
+        for i in range(n):
+            derivative = margin_loss.derivative(y[i] * scores[graph.neighbor_index[i]],
+                                                loss_parameter)
+            full += weights[i] * y[i] * (graph.neighbor_weight[i] @ derivative) * np.append(
+                X[i], 1.0)
+        full /= n
+        block = batches[start:start + n_inner]
+        controls = np.zeros(block.shape)
+        for t in range(block.shape[0]):
+            for q in range(block.shape[1]):
+                i = block[t, q]
+                derivative = margin_loss.derivative(y[i] * scores[graph.neighbor_index[i]],
+                                                    loss_parameter)
+                controls[t, q] = weights[i] * y[i] * (graph.neighbor_weight[i] @ derivative)
+        coef, intercept, part = prox_minibatch_twin(
+            X, y, block, weights[block], controls, np.zeros(block.shape), full, coef,
+            intercept, step, alpha, l1_ratio, loss, loss_parameter,
+            fit_intercept=fit_intercept)
+        loss_sum += part
+    return coef, intercept, loss_sum

@@ -1,0 +1,187 @@
+r"""Anchor-sample graph of S3GD (Alg. 2 of the S3GD paper) and its approximate full gradient.
+
+*Anchors* (eq. 13). k-means gives :math:`m` centers :math:`c_1..c_m` (scikit-learn ``KMeans``,
+or ``MiniBatchKMeans`` above ``minibatch_threshold`` samples); anchor :math:`z_j` is the
+training sample nearest to :math:`c_j`. Two centers with the same nearest sample give one
+anchor, so the number of anchors can be below ``n_anchors``.
+
+*Graph* (eq. 14 and Alg. 2 lines 6-13). Sample :math:`x_i` is tied to its :math:`k` nearest
+anchors :math:`z_{i_1}, \dots, z_{i_k}` with weights
+:math:`\gamma_{z}(x_i) \propto \exp(-\|x_i - z\|^2/\sigma_i^2)` normalized to sum to one, where
+
+.. math::
+
+    \sigma_i = \max\Big(\epsilon,\ \min_{j} \sqrt{\|x_i - z_{i_j}\|}\Big)
+    \qquad (\text{eq. 14 as printed, } \epsilon = 10^{-4}),
+
+or, with ``bandwidth="nearest_distance"``, :math:`\sigma_i = \max(\epsilon, \min_j
+\|x_i - z_{i_j}\|)`. The weights are computed as :math:`\exp(-(\|x_i - z\|^2 - \|x_i -
+z_{i_1}\|^2)/\sigma_i^2)` before normalizing, which is the same after normalization and never
+underflows to 0/0. :math:`M \in \mathbb R^{n \times m}` holds :math:`M_{ij} = \gamma_{z_j}(x_i)`.
+
+*Approximate full gradient.* For a margin loss :math:`\psi_i(w) = s_i\,\ell(y_i(w^\top x_i +
+b))`, eq. (17) approximates the derivative at sample :math:`i` by the anchors' derivatives,
+which must be evaluated at the sample's own label:
+:math:`\nabla h_i(w) = s_i\,y_i\,\big(\sum_j M_{ij}\,\ell'(y_i(w^\top z_j + b))\big)\,\tilde x_i`
+(eq. 19), with :math:`\tilde x = (x, 1)` carrying the intercept. Splitting by class (this is
+the paper's logistic trick after eq. 25, written for any margin loss),
+
+.. math::
+
+    \nabla H(w) = \frac1n \sum_i \nabla h_i(w)
+    = \frac1n\Big(\tilde X_+^\top S_+ M_+\, d(+a) - \tilde X_-^\top S_- M_-\, d(-a)\Big),
+    \qquad a_j = w^\top z_j + b,\quad d(a)_j = \ell'(a_j),
+
+eq. (22) with the two :math:`(d + 1) \times m` products :math:`\tilde X_\pm^\top S_\pm M_\pm`
+computed once (:func:`class_products`), so an outer loop of S3GD costs :math:`O(dm)` whatever
+:math:`n`. When every sample is its own anchor (:math:`m = n`, :math:`k = 1`),
+:math:`\nabla H` is the exact gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.metrics import pairwise_distances_argmin
+from sklearn.neighbors import NearestNeighbors
+
+__all__ = [
+    "AnchorGraph",
+    "cluster_labels",
+    "select_anchors",
+    "build_anchor_graph",
+    "class_products",
+    "approximate_full_gradient",
+]
+
+#: the epsilon of eq. (14)
+BANDWIDTH_FLOOR = 1e-4
+BANDWIDTHS = ("paper", "nearest_distance")
+
+
+@dataclass
+class AnchorGraph:
+    """The anchor-sample graph of Alg. 2.
+
+    Attributes
+    ----------
+    anchor_indices : ndarray of shape (m,)
+        Rows of ``X`` that are anchors.
+    neighbor_index : ndarray of shape (n, k)
+        For each sample, its ``k`` nearest anchors (positions in ``anchor_indices``).
+    neighbor_weight : ndarray of shape (n, k)
+        Their weights :math:`\\gamma`, each row summing to one.
+    """
+
+    anchor_indices: np.ndarray
+    neighbor_index: np.ndarray
+    neighbor_weight: np.ndarray
+
+    @property
+    def n_anchors(self):
+        return len(self.anchor_indices)
+
+    def matrix(self):
+        """The sparse :math:`n \\times m` matrix :math:`M` (CSR)."""
+        n, k = self.neighbor_index.shape
+        indptr = np.arange(0, n * k + 1, k)
+        return sp.csr_matrix(
+            (self.neighbor_weight.ravel(), self.neighbor_index.ravel(), indptr),
+            shape=(n, self.n_anchors),
+        )
+
+
+def _kmeans(X, n_clusters, random_state, minibatch_threshold):
+    if X.shape[0] > minibatch_threshold:
+        model = MiniBatchKMeans(n_clusters=n_clusters, random_state=random_state, n_init=3,
+                                batch_size=4096)
+    else:
+        model = KMeans(n_clusters=n_clusters, random_state=random_state, n_init=1)
+    return model.fit(X)
+
+
+def cluster_labels(X, n_clusters, random_state=None, minibatch_threshold=50_000):
+    """k-means cluster of every sample (the strata of stratified SGD)."""
+    return _kmeans(X, n_clusters, random_state, minibatch_threshold).labels_.astype(np.int64)
+
+
+def select_anchors(X, n_anchors, random_state=None, minibatch_threshold=50_000):
+    """Eq. (13): the samples nearest to ``n_anchors`` k-means centers (sorted, unique)."""
+    if n_anchors >= X.shape[0]:
+        return np.arange(X.shape[0], dtype=np.int64)
+    centers = _kmeans(X, n_anchors, random_state, minibatch_threshold).cluster_centers_
+    nearest = pairwise_distances_argmin(centers, X)
+    return np.unique(nearest).astype(np.int64)
+
+
+def build_anchor_graph(X, anchor_indices, n_neighbors, bandwidth="paper"):
+    """Alg. 2, lines 6-13: tie each sample to its ``n_neighbors`` nearest anchors.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    anchor_indices : ndarray of int
+    n_neighbors : int
+        :math:`k`, at most the number of anchors.
+    bandwidth : {"paper", "nearest_distance"}
+        :math:`\\sigma_i` of eq. (14) as printed (square root of the nearest distance) or the
+        nearest distance itself.
+
+    Returns
+    -------
+    AnchorGraph
+    """
+    if bandwidth not in BANDWIDTHS:
+        raise ValueError(f"bandwidth={bandwidth!r} is not valid; choose one of {list(BANDWIDTHS)}.")
+    anchor_indices = np.asarray(anchor_indices, dtype=np.int64)
+    if n_neighbors > len(anchor_indices):
+        raise ValueError(
+            f"n_neighbors={n_neighbors} exceeds the number of anchors ({len(anchor_indices)}); "
+            "use n_neighbors <= n_anchors."
+        )
+    anchors = X[anchor_indices]
+    search = NearestNeighbors(n_neighbors=n_neighbors, algorithm="brute").fit(anchors)
+    distances, neighbor_index = search.kneighbors(X)
+    distances = np.asarray(distances, dtype=np.float64)
+    nearest = distances[:, :1]
+    if bandwidth == "paper":
+        sigma = np.maximum(BANDWIDTH_FLOOR, np.sqrt(nearest))  # eq. (14) as printed
+    else:
+        sigma = np.maximum(BANDWIDTH_FLOOR, nearest)
+    # Alg. 2 line 10, shifted by the nearest distance (cancels in the normalization, line 12)
+    weights = np.exp(-(distances**2 - nearest**2) / sigma**2)
+    weights /= weights.sum(axis=1, keepdims=True)
+    return AnchorGraph(anchor_indices, neighbor_index.astype(np.int64), weights)
+
+
+def class_products(X, y_signed, weights, graph):
+    r"""The two :math:`m \times (d + 1)` products :math:`(\tilde X_\pm^\top S_\pm M_\pm)^\top`.
+
+    The last column is the intercept's (the column sums of :math:`S_\pm M_\pm`).
+    """
+    matrix = graph.matrix()
+    products = []
+    for sign in (1.0, -1.0):
+        scaled = np.where(y_signed == sign, weights, 0.0)
+        weighted = matrix.multiply(scaled[:, None]).tocsr()  # S_pm M_pm, n x m
+        part = weighted.T @ X
+        part = part.toarray() if sp.issparse(part) else np.asarray(part)
+        column = np.asarray(weighted.sum(axis=0)).ravel()
+        products.append(np.hstack([part.astype(np.float64), column[:, None]]))
+    return products[0], products[1]
+
+
+def approximate_full_gradient(plus_product, minus_product, anchor_scores, loss,
+                              loss_parameter, n_samples):
+    r"""Eq. (22) split by class: :math:`\nabla H` as a vector of length :math:`d + 1`.
+
+    Also returns the anchor derivatives :math:`d(+a)` and :math:`d(-a)` (eq. 21) that the
+    per-sample approximations :math:`\nabla h_i` (eq. 19) of the same outer loop use.
+    """
+    derivative_plus = loss.derivative(anchor_scores, loss_parameter)
+    derivative_minus = loss.derivative(-anchor_scores, loss_parameter)
+    gradient = (plus_product.T @ derivative_plus - minus_product.T @ derivative_minus) / n_samples
+    return gradient, derivative_plus, derivative_minus

@@ -1,0 +1,448 @@
+r"""Mini-batch proximal stochastic gradient, and the machinery shared by the S3GD family.
+
+Problem (S3GD paper, eq. 1, with sample weights :math:`s_i` and an unpenalized intercept):
+
+.. math::
+
+    F(w, b) = P(w, b) + \alpha R(w), \qquad
+    P(w, b) = \frac1n \sum_{i=1}^n s_i\,\ell\big(y_i(w^\top x_i + b)\big),
+
+for a smooth margin loss :math:`\ell` (``log_loss``, ``smoothed_hinge`` of eq. 26 with
+parameter :math:`\beta`, ``squared_hinge`` of eq. 27) and :math:`R` from
+:mod:`stochsvm._core.penalties`.
+
+*Generic step.* Every solver of the family (mini-batch SGD, stratified SGD, Prox-SVRG, SCV,
+S3GD) takes steps of the same form on a mini-batch :math:`\mathcal I = \{i_1..i_p\}`:
+
+.. math::
+
+    g = \frac1p \sum_{q=1}^p \Big(c_{i_q}\,\ell'\big(y_{i_q}(w^\top x_{i_q} + b)\big)\,y_{i_q}
+        - e_{i_q} - f_{i_q}\,(w^\top x_{i_q} + b)\Big)\,\tilde x_{i_q}
+        \;+\; v \;+\; \kappa\,\Sigma\,\tilde w,
+
+    w \leftarrow \operatorname{prox}_{\eta\alpha R}(w - \eta\,g_w), \qquad
+    b \leftarrow b - \eta\,g_b \qquad (\text{eqs. 11-12}),
+
+with :math:`\tilde x = (x, 1)`, :math:`\tilde w = (w, b)`, the sampling scale :math:`c_i`
+(:mod:`stochsvm._core.sampling`), a control coefficient :math:`e_i + f_i\,(w^\top x_i + b)`,
+a correction vector :math:`v` and an optional moment matrix :math:`\Sigma` (SCV). Plain SGD has
+:math:`e = f = 0`, :math:`v = 0`; S3GD has :math:`e_i = s_i y_i \sum_z \gamma_z(x_i)
+\ell'(y_i \tilde w_{\text{snap}}^\top \tilde z)` and :math:`v = \nabla H` (eq. 8); Prox-SVRG
+has :math:`e_i` the snapshot derivative and :math:`v = \nabla P(\text{snapshot})`.
+
+The proximal step touches every coordinate, so a step costs :math:`O(d + p\,\mathrm{nnz})`
+on dense and sparse data alike (as in Table 1 of the S3GD paper).
+
+*Epochs.* One epoch of these estimators draws :math:`n` samples in the inner loops
+(:math:`\lceil n/p \rceil` steps, rounded up to whole outer loops for the two-loop solvers);
+``max_iter`` counts such epochs. ``average`` outputs the average of the iterates after every
+step once more than ``average`` samples were drawn (``True``: from the start).
+
+*Diagnostic* (Fig. 6). With ``gradient_diagnostics=True`` every history record carries
+``gradient_correlation``: the Pearson correlation between the solver's (semi-)stochastic
+gradient of :math:`P` on one fresh mini-batch at the current iterate and the exact gradient
+:math:`\nabla P` there.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .._core.sampling import epoch_generator, uniform_batches, weighted_batches
+from .._core.validation import check_choice, check_positive, check_positive_int
+from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
+
+__all__ = ["MiniBatchSGDClassifier", "BaseMiniBatchProxClassifier", "exact_smooth_gradient"]
+
+# positions in the ``scalars`` state array
+_INTERCEPT, _INTERCEPT_SUM, _AVERAGED_COUNT, _STEPS = range(4)
+_NO_AVERAGE = np.iinfo(np.int64).max
+
+
+# --------------------------------------------------------------------------------------
+# compiled loop
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True, inline="always")
+def _accumulate_row(row_indices, row_values, label, scale, control_constant, control_slope,
+                    coef, intercept, buffer, loss_value, loss_derivative, loss_parameter):
+    """Add one draw's term of ``g`` (module docstring) to ``buffer``; return its scaled loss."""
+    score = intercept
+    for position in range(row_indices.shape[0]):
+        score += coef[row_indices[position]] * row_values[position]
+    margin = label * score
+    factor = (scale * loss_derivative(margin, loss_parameter) * label
+              - control_constant - control_slope * score)
+    for position in range(row_indices.shape[0]):
+        buffer[row_indices[position]] += factor * row_values[position]
+    buffer[buffer.shape[0] - 1] += factor
+    return scale * loss_value(margin, loss_parameter)
+
+
+@numba.njit(cache=True, inline="always")
+def _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
+                coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
+                average_start):
+    """The proximal step (eqs. 11-12) with ``g`` = buffer / p + correction (+ SCV moment)."""
+    n_features = coef.shape[0]
+    inverse = 1.0 / batch_size
+    if moment.shape[0] > 0:
+        # SCV: the expected control variate kappa * Sigma @ (w, b) at the current iterate
+        for row in range(n_features + 1):
+            total = moment[row, n_features] * scalars[_INTERCEPT]
+            for column in range(n_features):
+                total += moment[row, column] * coef[column]
+            moment_buffer[row] = moment_scale * total
+    for j in range(n_features + 1):
+        value = buffer[j] * inverse + correction[j]
+        if moment.shape[0] > 0:
+            value += moment_buffer[j]
+        gradient[j] = value
+        buffer[j] = 0.0
+    for j in range(n_features):
+        # eq. (12): prox of eta * alpha R at w - eta g
+        coef[j] = (coef[j] - step * gradient[j])
+        if strength > 0.0:
+            threshold = strength * l1_ratio
+            value = coef[j]
+            if value > threshold:
+                value -= threshold
+            elif value < -threshold:
+                value += threshold
+            else:
+                value = 0.0
+            coef[j] = value / (1.0 + strength * (1.0 - l1_ratio))
+    if fit_intercept:
+        scalars[_INTERCEPT] -= step * gradient[n_features]
+    scalars[_STEPS] += 1.0
+    if scalars[_STEPS] * batch_size > average_start:
+        for j in range(n_features):
+            coef_sum[j] += coef[j]
+        scalars[_INTERCEPT_SUM] += scalars[_INTERCEPT]
+        scalars[_AVERAGED_COUNT] += 1.0
+
+
+@numba.njit(cache=True)
+def _prox_steps_dense(X, y, batches, scales, control_constants, control_slopes, correction,
+                      moment, moment_scale, coef, coef_sum, scalars, buffer, moment_buffer,
+                      gradient, step, strength, l1_ratio, fit_intercept, average_start,
+                      loss_value, loss_derivative, loss_parameter):
+    """One step per row of ``batches`` on a dense ``X``; returns the sum of scaled losses."""
+    all_indices = np.arange(X.shape[1])
+    loss_sum = 0.0
+    batch_size = batches.shape[1]
+    for t in range(batches.shape[0]):
+        for q in range(batch_size):
+            i = batches[t, q]
+            loss_sum += _accumulate_row(all_indices, X[i], y[i], scales[t, q],
+                                        control_constants[t, q], control_slopes[t, q], coef,
+                                        scalars[_INTERCEPT], buffer, loss_value,
+                                        loss_derivative, loss_parameter)
+        _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
+                    coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
+                    average_start)
+    return loss_sum
+
+
+@numba.njit(cache=True)
+def _prox_steps_sparse(data, indices, indptr, y, batches, scales, control_constants,
+                       control_slopes, correction, moment, moment_scale, coef, coef_sum,
+                       scalars, buffer, moment_buffer, gradient, step, strength, l1_ratio,
+                       fit_intercept, average_start, loss_value, loss_derivative,
+                       loss_parameter):
+    """:func:`_prox_steps_dense` for a CSR matrix given as ``data, indices, indptr``."""
+    loss_sum = 0.0
+    batch_size = batches.shape[1]
+    for t in range(batches.shape[0]):
+        for q in range(batch_size):
+            i = batches[t, q]
+            low, high = indptr[i], indptr[i + 1]
+            loss_sum += _accumulate_row(indices[low:high], data[low:high], y[i], scales[t, q],
+                                        control_constants[t, q], control_slopes[t, q], coef,
+                                        scalars[_INTERCEPT], buffer, loss_value,
+                                        loss_derivative, loss_parameter)
+        _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
+                    coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
+                    average_start)
+    return loss_sum
+
+
+def exact_smooth_gradient(X, y_signed, weights, coef, intercept, loss, loss_parameter):
+    r""":math:`\nabla P(w, b)` as a vector of length :math:`d + 1` (intercept last)."""
+    scores = np.asarray(X @ coef, dtype=np.float64).ravel() + intercept
+    factors = weights * loss.derivative(y_signed * scores, loss_parameter) * y_signed
+    gradient = np.asarray(X.T @ factors, dtype=np.float64).ravel()
+    return np.append(gradient, factors.sum()) / X.shape[0]
+
+
+# --------------------------------------------------------------------------------------
+# family base class
+# --------------------------------------------------------------------------------------
+class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
+    """Shared hooks of the S3GD family (not for direct use).
+
+    Subclasses implement ``_epoch_batches(state, X, y, weights, order, resolved)`` (the outer
+    loops of one epoch) through :meth:`_run_steps`, and may override ``_prepare`` (data-wide
+    structures computed once per fit: anchors, strata) and ``_prepare_problem`` (per binary
+    problem: class products, moments).
+    """
+
+    _allowed_penalties = ("l2", "l1", "elasticnet")
+    _allowed_losses = ("log_loss", "smoothed_hinge", "squared_hinge")
+
+    # ------------------------------------------------------------------ parameters
+    def _family_parameters(self):
+        resolved = self._common_parameters()
+        resolved["batch_size"] = check_positive_int(self.batch_size, "batch_size")
+        resolved["step_size"] = check_positive(self.step_size, "step_size")
+        resolved["average_start"] = self._check_average(self.average)
+        if self.beta is None:
+            resolved["loss_parameter"] = float(resolved["loss"].default_parameter)
+        else:
+            resolved["loss_parameter"] = check_positive(self.beta, "beta")
+        if not isinstance(self.gradient_diagnostics, (bool, np.bool_)):
+            raise TypeError(
+                f"gradient_diagnostics must be True or False, got {self.gradient_diagnostics!r}."
+            )
+        return resolved
+
+    def _resolve_parameters(self):
+        return self._family_parameters()
+
+    def _new_state(self, n_features, resolved):
+        return {
+            "coef": np.zeros(n_features),
+            "coef_sum": np.zeros(n_features),
+            "scalars": np.zeros(4),  # intercept, intercept sum, averaged count, steps
+            "buffer": np.zeros(n_features + 1),
+            "moment_buffer": np.zeros(n_features + 1),
+            "gradient": np.zeros(n_features + 1),
+            # two-loop solvers: (w~, b~) of the last outer loop
+            "snapshot": np.zeros(n_features + 1),
+            "samples_seen": 0,
+            "average_start": resolved["average_start"],
+            "problem": None,
+        }
+
+    def _model(self, state, resolved):
+        scalars = state["scalars"]
+        if state["average_start"] is not None and scalars[_AVERAGED_COUNT] > 0:
+            count = scalars[_AVERAGED_COUNT]
+            return state["coef_sum"] / count, float(scalars[_INTERCEPT_SUM] / count)
+        return state["coef"].copy(), float(scalars[_INTERCEPT])
+
+    # ------------------------------------------------------------------ data preparation
+    def _prepare(self, X, resolved):
+        """Structures that depend on ``X`` only (computed once per fit)."""
+        return {}
+
+    def _prepare_problem(self, X, y, weights, resolved):
+        """Structures that depend on one binary problem (computed once per fit)."""
+        return {}
+
+    def _train(self, X, problems, weights, resolved, n_epochs, warn):
+        self._prepared = self._prepare(X, resolved)
+        self._prepared_token = object()
+        # per-problem structures before the clock of the training monitor starts
+        for y_signed, state in zip(problems, self._states):
+            state["problem"] = (self._prepared_token,
+                                self._prepare_problem(X, y_signed, weights, resolved))
+        try:
+            super()._train(X, problems, weights, resolved, n_epochs, warn)
+        finally:
+            # data-sized structures are not part of the fitted model
+            self._prepared = None
+            for state in self._states:
+                state["problem"] = None
+
+    def _problem(self, state, X, y, weights, resolved):
+        problem = state["problem"]
+        if problem is None or problem[0] is not self._prepared_token:
+            state["problem"] = (self._prepared_token,
+                                self._prepare_problem(X, y, weights, resolved))
+        return state["problem"][1]
+
+    # ------------------------------------------------------------------ steps
+    def _run_steps(self, state, X, y, batches, scales, step, resolved, control_constants=None,
+                   control_slopes=None, correction=None, moment=None, moment_scale=0.0,
+                   averaging=True):
+        """Run one step per row of ``batches`` (module docstring); returns the loss sum."""
+        batches = np.ascontiguousarray(batches, dtype=np.int64)
+        shape = batches.shape
+        zeros = np.zeros(shape)
+        scales = np.ascontiguousarray(np.broadcast_to(scales, shape), dtype=np.float64)
+        control_constants = zeros if control_constants is None else np.ascontiguousarray(
+            control_constants, dtype=np.float64)
+        control_slopes = zeros if control_slopes is None else np.ascontiguousarray(
+            np.broadcast_to(control_slopes, shape), dtype=np.float64)
+        n_features = state["coef"].shape[0]
+        correction = np.zeros(n_features + 1) if correction is None else correction
+        moment = np.zeros((0, 0)) if moment is None else moment
+        start = state["average_start"]
+        average_start = _NO_AVERAGE if (start is None or not averaging) else int(start)
+        loss = resolved["loss"]
+        alpha = resolved["alpha"]
+        arguments = (
+            np.ascontiguousarray(y, dtype=np.float64), batches, scales, control_constants,
+            control_slopes, np.ascontiguousarray(correction, dtype=np.float64), moment,
+            float(moment_scale), state["coef"], state["coef_sum"], state["scalars"],
+            state["buffer"], state["moment_buffer"], state["gradient"], float(step),
+            float(step * alpha), float(resolved["l1_ratio"]), bool(self.fit_intercept),
+            average_start, loss.scalar_value, loss.scalar_derivative,
+            float(resolved["loss_parameter"]),
+        )
+        if is_sparse(X):
+            return _prox_steps_sparse(*as_csr_arrays(X), *arguments)
+        return _prox_steps_dense(X, *arguments)
+
+    def _run_epoch(self, state, X, y, weights, order, resolved):
+        generator = epoch_generator(order, state.get("epochs_done", 0))
+        loss_sum, draws = self._epoch(state, X, y, weights, order, generator, resolved,
+                                      resolved["step_size"], averaging=True, n_draws=None)
+        state["samples_seen"] += draws
+        # loss sum rescaled to n draws, as the base class divides it by n
+        return {"loss_sum": loss_sum * X.shape[0] / max(draws, 1)}
+
+    def _steps_per_epoch(self, n_samples, resolved):
+        return -(-n_samples // resolved["batch_size"])
+
+    def _extra_record(self, state, X, y_signed, weights, resolved):
+        coef, _ = self._model(state, resolved)
+        record = {"nonzero_coefficients": int(np.count_nonzero(coef))}
+        if self.gradient_diagnostics:
+            record["gradient_correlation"] = self.gradient_correlation(
+                state, X, y_signed, weights, resolved)
+        return record
+
+    def gradient_correlation(self, state, X, y_signed, weights, resolved):
+        """Fig. 6: Pearson correlation of the solver's gradient estimate with :math:`\\nabla P`.
+
+        Runs the solver's step with step size 0 on one fresh mini-batch at the current iterate
+        (the iterate and the averages do not change; two-loop solvers keep the snapshot of
+        their last outer loop, as inside an inner loop) and compares the gradient it formed
+        with the exact one.
+        """
+        saved = {key: state[key].copy() for key in ("coef", "coef_sum", "scalars")}
+        outer_loops = state.get("outer_loops", 0)
+        generator = np.random.default_rng(int(state["scalars"][_STEPS]))
+        order = generator.permutation(X.shape[0]).astype(np.int64)
+        self._epoch(state, X, y_signed, weights, order, generator, resolved, 0.0,
+                    averaging=False, n_draws=1)
+        estimate = state["gradient"].copy()
+        for key, value in saved.items():
+            state[key][...] = value
+        state["outer_loops"] = outer_loops
+        coef, intercept = state["coef"], float(state["scalars"][_INTERCEPT])
+        exact = exact_smooth_gradient(X, y_signed, weights, coef, intercept, resolved["loss"],
+                                      resolved["loss_parameter"])
+        if not self.fit_intercept:
+            estimate, exact = estimate[:-1], exact[:-1]
+        if np.std(estimate) == 0.0 or np.std(exact) == 0.0:
+            return float("nan")
+        return float(np.corrcoef(estimate, exact)[0, 1])
+
+
+# --------------------------------------------------------------------------------------
+# estimator
+# --------------------------------------------------------------------------------------
+class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
+    r"""Linear classifier trained by mini-batch proximal stochastic gradient descent.
+
+    The plain baseline of the S3GD paper (Sec. 4.2): each step averages the gradients of
+    :math:`p` sampled losses and takes the proximal step :math:`w \leftarrow
+    \operatorname{prox}_{\eta\alpha R}(w - \eta g)` with a constant step size :math:`\eta`
+    (eqs. 11-12). Minimizes :math:`\frac1n\sum_i s_i\,\ell(y_i(w^\top x_i + b)) + \alpha R(w)`.
+
+    Parameters
+    ----------
+    loss : {"log_loss", "smoothed_hinge", "squared_hinge"}, default="log_loss"
+        Smooth margin loss: logistic, eq. (26) with parameter ``beta``, eq. (27).
+    penalty : {"l2", "l1", "elasticnet"}, default="l2"
+    alpha : float, default=1e-3
+        Regularization strength (the paper's :math:`\lambda = 10^{-3}`).
+    l1_ratio : float, default=0.15
+        Elastic-net mixing, used only with ``penalty="elasticnet"``.
+    beta : float or None, default=None
+        :math:`\beta` of the smoothed hinge (eq. 26); ``None`` uses 10.
+    batch_size : int, default=10
+        :math:`p` (the paper's 10).
+    step_size : float, default=0.1
+        Constant step :math:`\eta`; :func:`stochsvm.linear.step_size.select_step_size` picks it
+        from the paper's grid by the stability rule (eq. 47).
+    sampling : {"uniform", "weighted"}, default="uniform"
+        ``"uniform"``: slices of a random permutation, each gradient scaled by its sample
+        weight; ``"weighted"``: draws with probability proportional to the sample weights
+        (the paper's weighting by eq. 46 with ``class_weight="balanced"``), gradients
+        averaged uniformly (:mod:`stochsvm._core.sampling`).
+    fit_intercept : bool, default=True
+    max_iter : int, default=20
+        Epochs (:math:`n` drawn samples each).
+    tol : float or None, default=1e-4
+        Stop when the epoch's running objective has not decreased by ``tol`` for
+        ``n_iter_no_change`` epochs; ``None`` runs ``max_iter`` epochs.
+    n_iter_no_change : int, default=3
+    shuffle : bool, default=True
+    average : bool or int, default=False
+        Output the average of the iterates after each step (``True``) or after the first
+        ``average`` drawn samples (int); ``False``: the last iterate.
+    class_weight : dict, "balanced" or None, default=None
+        ``"balanced"`` gives the class-balanced loss of eq. (46) (up to a factor 1/2).
+    gradient_diagnostics : bool, default=False
+        Record ``gradient_correlation`` (Fig. 6) in ``history_``.
+    warm_start : bool, default=False
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+    callback : callable, default=None
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_features_in_, n_iter_, t_, history_
+        As for every linear estimator of the package; ``history_`` records per epoch
+        ``iteration``, ``samples_seen``, ``seconds``, ``running_objective``,
+        ``nonzero_coefficients`` (and ``gradient_correlation``).
+    """
+
+    def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
+                 batch_size=10, step_size=0.1, sampling="uniform", fit_intercept=True,
+                 max_iter=20, tol=1e-4, n_iter_no_change=3, shuffle=True, average=False,
+                 class_weight=None, gradient_diagnostics=False, warm_start=False,
+                 random_state=None, verbose=0, callback=None):
+        self.loss = loss
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.beta = beta
+        self.batch_size = batch_size
+        self.step_size = step_size
+        self.sampling = sampling
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.shuffle = shuffle
+        self.average = average
+        self.class_weight = class_weight
+        self.gradient_diagnostics = gradient_diagnostics
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def _resolve_parameters(self):
+        resolved = self._family_parameters()
+        resolved["sampling"] = check_choice(self.sampling, "sampling", ("uniform", "weighted"))
+        return resolved
+
+    def _epoch(self, state, X, y, weights, order, generator, resolved, step, averaging,
+               n_draws):
+        batch_size = resolved["batch_size"]
+        n_steps = self._steps_per_epoch(X.shape[0], resolved) if n_draws is None else n_draws
+        if resolved["sampling"] == "weighted":
+            batches, scale = weighted_batches(generator, weights, n_steps, batch_size)
+            scales = np.full(batches.shape, scale)
+        else:
+            batches = uniform_batches(order, n_steps, batch_size)
+            scales = weights[batches]
+        loss_sum = self._run_steps(state, X, y, batches, scales, step, resolved,
+                                   averaging=averaging)
+        return loss_sum, batches.size

@@ -1,0 +1,220 @@
+"""S3GD and its baselines reach the exact optimum (step and budget by the eq. 47 rule)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+
+from stochsvm.linear.s3gd import S3GDClassifier
+from stochsvm.linear.scv import SCVClassifier
+from stochsvm.linear.sgd import MiniBatchSGDClassifier
+from stochsvm.linear.ssgd import StratifiedSGDClassifier
+from stochsvm.linear.step_size import select_step_size
+from stochsvm.linear.svrg import ProxSVRGClassifier
+
+from .reference import binary_breast_cancer, binary_digits, exact_smooth_linear
+
+ALPHA = 1e-2
+EPOCHS = 400
+STEPS = (0.01, 0.03, 0.1, 0.3)
+ESTIMATORS = [MiniBatchSGDClassifier, StratifiedSGDClassifier, ProxSVRGClassifier,
+              SCVClassifier, S3GDClassifier]
+DATASETS = {"breast_cancer": binary_breast_cancer, "digits": binary_digits}
+
+
+def _estimator(cls, n_samples, penalty="l2"):
+    # the budget of the rule: EPOCHS epochs, the iterates of the second half averaged;
+    # Prox-SVRG's variance vanishes at the optimum, its last iterate converges linearly
+    if cls is ProxSVRGClassifier:
+        return cls(alpha=ALPHA, penalty=penalty, max_iter=EPOCHS, tol=None)
+    return cls(alpha=ALPHA, penalty=penalty, max_iter=EPOCHS, tol=None,
+               average=n_samples * EPOCHS // 2)
+
+
+# measured relative gap above 1e-4 at this budget (the rest reach 1e-4): SSGD's
+# one-draw-per-stratum batches are noisier on breast cancer
+L2_TOLERANCES = {(StratifiedSGDClassifier, "breast_cancer"): 3e-4}
+# l1: averaging prox iterates leaves small nonzero coordinates; constant-step SGD's and S3GD's
+# averaged iterates stop at these gaps, Prox-SVRG's last iterate reaches 1e-4
+L1_TOLERANCES = {ProxSVRGClassifier: 1e-4, S3GDClassifier: 2e-3, MiniBatchSGDClassifier: 6e-3}
+
+
+def _lbfgs_optimum(X, y):
+    n_samples = X.shape[0]
+    reference = LogisticRegression(C=1.0 / (n_samples * ALPHA), tol=1e-12, max_iter=100000)
+    reference.fit(X, y)
+    model = MiniBatchSGDClassifier(alpha=ALPHA, max_iter=1, tol=None).fit(X, y)
+    model.coef_, model.intercept_ = reference.coef_, reference.intercept_
+    return model.objective(X, y)
+
+
+@pytest.mark.parametrize("dataset", sorted(DATASETS))
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_l2_logistic_reaches_lbfgs_optimum(cls, dataset):
+    X, y = DATASETS[dataset]()
+    optimum = _lbfgs_optimum(X, y)
+    tolerance = L2_TOLERANCES.get((cls, dataset), 1e-4)
+    selection = select_step_size(_estimator(cls, X.shape[0]), X, y, optimum, STEPS,
+                                 epsilon=tolerance)
+    assert selection.step_size is not None, selection.objectives
+    gap = (selection.objective - optimum) / optimum
+    assert -1e-9 < gap <= tolerance
+
+
+@pytest.mark.parametrize("dataset", sorted(DATASETS))
+@pytest.mark.parametrize("cls", [ProxSVRGClassifier, S3GDClassifier, MiniBatchSGDClassifier],
+                         ids=lambda c: c.__name__)
+def test_l1_logistic_reaches_exact_optimum(cls, dataset):
+    X, y = DATASETS[dataset]()
+    _, _, optimum = exact_smooth_linear(X, y, ALPHA, penalty="l1")
+    tolerance = L1_TOLERANCES[cls]
+    selection = select_step_size(_estimator(cls, X.shape[0], "l1"), X, y, optimum, STEPS,
+                                 epsilon=tolerance)
+    assert selection.step_size is not None, selection.objectives
+    assert -1e-9 < (selection.objective - optimum) / optimum <= tolerance
+
+
+def test_exact_smooth_linear_matches_lbfgs_and_kkt():
+    X, y = binary_breast_cancer()
+    coef, intercept, value = exact_smooth_linear(X, y, ALPHA, penalty="l2")
+    assert value == pytest.approx(_lbfgs_optimum(X, y), rel=1e-9)
+    coef, intercept, value = exact_smooth_linear(X, y, ALPHA, penalty="l1")
+    # l1 optimality: |grad_j| <= alpha on zeros, grad_j = -alpha sign(w_j) elsewhere
+    from stochsvm._core.losses import get_margin_loss
+    loss = get_margin_loss("log_loss")
+    factors = loss.derivative(y * (X @ coef + intercept)) * y / len(y)
+    gradient = X.T @ factors
+    assert abs(factors.sum()) < 1e-7
+    zero = coef == 0
+    assert zero.any() and (~zero).any()
+    assert np.all(np.abs(gradient[zero]) <= ALPHA + 1e-7)
+    np.testing.assert_allclose(gradient[~zero], -ALPHA * np.sign(coef[~zero]), atol=1e-7)
+
+
+@pytest.mark.parametrize("loss", ["smoothed_hinge", "squared_hinge"])
+def test_other_losses_and_elasticnet(loss):
+    X, y = binary_digits()
+    _, _, optimum = exact_smooth_linear(X, y, ALPHA, loss=loss, penalty="elasticnet",
+                                        loss_parameter=10.0 if loss == "smoothed_hinge"
+                                        else None)
+    model = S3GDClassifier(loss=loss, penalty="elasticnet", alpha=ALPHA, step_size=0.03,
+                           max_iter=200, tol=None, average=len(y) * 100, random_state=0)
+    model.fit(X, y)
+    gap = (model.objective(X, y) - optimum) / optimum
+    assert -1e-9 < gap < 1e-3
+
+
+@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet"])
+def test_anchor_graph_with_every_sample_makes_s3gd_exact_svrg(penalty):
+    # m = n, k = 1: grad h_i = grad psi_i(snapshot), so S3GD converges linearly like SVRG,
+    # to the exact optimum of the l1 problem too
+    X, y = binary_breast_cancer()
+    _, _, optimum = exact_smooth_linear(X, y, ALPHA, penalty=penalty)
+    model = S3GDClassifier(alpha=ALPHA, penalty=penalty, n_anchors=X.shape[0], n_neighbors=1,
+                           step_size=0.3, max_iter=500, tol=None, random_state=0).fit(X, y)
+    assert abs(model.objective(X, y) - optimum) / optimum < 1e-10
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_dense_equals_sparse_and_seeds(cls):
+    X, y = binary_digits()
+    X, y = X[:300], y[:300]
+    params = dict(alpha=ALPHA, max_iter=3, tol=None, random_state=3, step_size=0.1)
+    if cls is S3GDClassifier:
+        # every sample an anchor: k-means on dense and CSR data may round differently
+        params["n_anchors"] = 300
+    dense = cls(**params).fit(X, y)
+    sparse = cls(**params).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dense.intercept_, sparse.intercept_, rtol=1e-9, atol=1e-12)
+    again = cls(**params).fit(X, y)
+    np.testing.assert_array_equal(dense.coef_, again.coef_)
+    other = cls(**{**params, "random_state": 4}).fit(X, y)
+    assert not np.array_equal(dense.coef_, other.coef_)
+    as_float32 = cls(**params).fit(X.astype(np.float32), y)
+    assert as_float32.coef_.dtype == np.float64
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_history_and_gradient_correlation(cls):
+    X, y = binary_digits()
+    model = cls(alpha=ALPHA, max_iter=3, tol=None, random_state=0, step_size=0.1,
+                gradient_diagnostics=True).fit(X, y)
+    assert len(model.history_) == 3
+    for record in model.history_:
+        assert {"iteration", "seconds", "objective", "gradient_correlation"} <= set(record) or \
+            {"iteration", "seconds", "running_objective", "gradient_correlation"} <= set(record)
+        assert -1.0 <= record["gradient_correlation"] <= 1.0
+    # the diagnostic does not move the model
+    plain = cls(alpha=ALPHA, max_iter=3, tol=None, random_state=0, step_size=0.1).fit(X, y)
+    np.testing.assert_array_equal(plain.coef_, model.coef_)
+
+
+def test_variance_reduction_improves_gradient_correlation():
+    X, y = binary_digits()
+    params = dict(alpha=ALPHA, max_iter=5, tol=None, random_state=0, step_size=0.1,
+                  gradient_diagnostics=True)
+    sgd = MiniBatchSGDClassifier(**params).fit(X, y)
+    s3gd = S3GDClassifier(n_anchors=400, **params).fit(X, y)
+    svrg = ProxSVRGClassifier(**params).fit(X, y)
+    correlation = {name: np.mean([r["gradient_correlation"] for r in model.history_])
+                   for name, model in [("sgd", sgd), ("s3gd", s3gd), ("svrg", svrg)]}
+    assert correlation["s3gd"] > correlation["sgd"]
+    assert correlation["svrg"] > correlation["sgd"]
+
+
+def test_multiclass_and_class_weight():
+    from sklearn.datasets import load_iris
+    X, y = load_iris(return_X_y=True)
+    model = S3GDClassifier(n_anchors=30, max_iter=30, random_state=0, step_size=0.1,
+                           class_weight="balanced").fit(X, y)
+    assert model.coef_.shape == (3, 4)
+    assert model.score(X, y) > 0.8
+    weighted = MiniBatchSGDClassifier(sampling="weighted", class_weight="balanced",
+                                      max_iter=30, random_state=0).fit(X, y)
+    assert weighted.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("loss, penalty", [("log_loss", "l1"), ("smoothed_hinge", "l2"),
+                                           ("squared_hinge", "elasticnet")])
+def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
+    from stochsvm._core.losses import get_margin_loss
+    from stochsvm.linear.anchors import build_anchor_graph, class_products, select_anchors
+    from stochsvm.linear.s3gd import _s3gd_epoch_dense, _s3gd_epoch_sparse
+
+    from .twins import s3gd_twin
+
+    X, y = binary_digits()
+    X, y = X[:250], y[:250].astype(float)
+    rng = np.random.default_rng(5)
+    weights = rng.uniform(0.5, 1.5, size=len(y))
+    graph = build_anchor_graph(X, select_anchors(X, 12, random_state=0), 3)
+    plus, minus = class_products(X, y, weights, graph)
+    batches = rng.integers(0, len(y), size=(60, 5)).astype(np.int64)
+    margin_loss = get_margin_loss(loss)
+    parameter = float(margin_loss.default_parameter)
+    l1_ratio = {"l1": 1.0, "l2": 0.0, "elasticnet": 0.4}[penalty]
+    d, m, step, alpha = X.shape[1], graph.n_anchors, 0.1, 1e-2
+    coef, scalars = np.zeros(d), np.zeros(4)
+    anchors = X[graph.anchor_indices]
+    logistic = loss == "log_loss"
+    if logistic:
+        plus, minus = plus + minus, minus.sum(axis=0)[None, :]
+    common = (plus, minus, graph.neighbor_index, graph.neighbor_weight, coef, np.zeros(d),
+              scalars, np.zeros(d + 1), np.zeros(d + 1), np.empty(m), np.empty(m), np.empty(m),
+              np.empty(d + 1), np.zeros(d + 1), True, step, step * alpha, l1_ratio, True,
+              np.iinfo(np.int64).max, logistic, margin_loss.scalar_value,
+              margin_loss.scalar_derivative, parameter)
+    if sparse:
+        matrix, anchor_matrix = sp.csr_matrix(X), sp.csr_matrix(anchors)
+        loss_sum = _s3gd_epoch_sparse(matrix.data, matrix.indices, matrix.indptr, y, weights,
+                                      batches, 7, anchor_matrix.data, anchor_matrix.indices,
+                                      anchor_matrix.indptr, *common)
+    else:
+        loss_sum = _s3gd_epoch_dense(X, y, weights, batches, 7, anchors, *common)
+    twin_coef, twin_intercept, twin_loss = s3gd_twin(X, y, weights, graph, batches, 7, step,
+                                                     alpha, l1_ratio, loss, parameter)
+    np.testing.assert_allclose(coef, twin_coef, rtol=1e-10, atol=1e-12)
+    assert scalars[0] == pytest.approx(twin_intercept, rel=1e-10, abs=1e-12)
+    assert loss_sum == pytest.approx(twin_loss, rel=1e-10)
