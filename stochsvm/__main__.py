@@ -1,5 +1,15 @@
-"""``python -m stochsvm``: run the demo comparison (see :mod:`stochsvm.demo`)."""
+"""``python -m stochsvm``: run the demo comparison (see :mod:`stochsvm.demo`).
 
-from .demo import run_demo
+``python -m stochsvm COMMAND ...`` runs that command of the ``stochsvm`` CLI instead.
+"""
 
-run_demo()
+import sys
+
+if len(sys.argv) > 1:
+    from .cli import main
+
+    main()
+else:
+    from .demo import run_demo
+
+    run_demo()

@@ -1,0 +1,112 @@
+"""Registry of the package's solvers: name -> lazily imported estimator class.
+
+Each entry records the dotted import path ``"module:ClassName"``, the problem it solves
+(``"linear"``, ``"kernel"`` or ``"semi-supervised"``), the losses and penalties it supports and
+the paper it implements. Adding a solver is one :class:`SolverEntry` line in ``SOLVERS``.
+:mod:`stochsvm.io` resolves saved estimator classes only through this registry.
+"""
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SolverEntry:
+    """One registered solver.
+
+    Attributes
+    ----------
+    name : str
+        Registry name (the class name).
+    import_path : str
+        ``"package.module:ClassName"``.
+    problem : str
+        ``"linear"``, ``"kernel"`` or ``"semi-supervised"``.
+    losses, penalties : tuple of str
+        Supported ``loss`` and ``penalty`` values.
+    paper : str
+        Short citation.
+    """
+
+    name: str
+    import_path: str
+    problem: str
+    losses: tuple
+    penalties: tuple
+    paper: str
+
+    def load(self):
+        """Import and return the estimator class (clear ``ImportError`` when missing)."""
+        module_name, _, class_name = self.import_path.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            return getattr(module, class_name)
+        except (ImportError, AttributeError) as error:
+            raise ImportError(
+                f"solver {self.name!r} is registered as {self.import_path!r} but it cannot be "
+                f"imported: {error}") from error
+
+
+_SMOOTH_LOSSES = ("log_loss", "smoothed_hinge", "squared_hinge")
+
+SOLVERS = {entry.name: entry for entry in [
+    SolverEntry("SADMMClassifier", "stochsvm.linear.sadmm:SADMMClassifier", "linear",
+                ("hinge",), ("l1", "l2", "elasticnet"),
+                "Ouyang et al. 2013, Stochastic ADMM"),
+    SolverEntry("RDAClassifier", "stochsvm.linear.rda:RDAClassifier", "linear",
+                ("hinge", "squared_hinge", "smoothed_hinge", "log_loss"), ("l1", "l2", "elasticnet"),
+                "Xiao 2010, Regularized dual averaging"),
+    SolverEntry("ComidClassifier", "stochsvm.linear.comid:ComidClassifier", "linear",
+                ("hinge", "squared_hinge", "smoothed_hinge", "log_loss"), ("l1", "l2", "elasticnet"),
+                "Duchi et al. 2010, Composite objective mirror descent"),
+    SolverEntry("PegasosClassifier", "stochsvm.linear.pegasos:PegasosClassifier", "linear",
+                ("hinge", "squared_hinge", "smoothed_hinge", "log_loss"), ("l2",),
+                "Shalev-Shwartz et al. 2011, Pegasos"),
+    SolverEntry("S3GDClassifier", "stochsvm.linear.s3gd:S3GDClassifier", "linear",
+                _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
+                "Semi-stochastic gradient descent with anchor-graph manifold propagation"),
+    SolverEntry("MiniBatchSGDClassifier", "stochsvm.linear.sgd:MiniBatchSGDClassifier",
+                "linear", _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
+                "Mini-batch proximal SGD (S3GD paper baseline)"),
+    SolverEntry("StratifiedSGDClassifier", "stochsvm.linear.ssgd:StratifiedSGDClassifier",
+                "linear", _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
+                "Zhao & Zhang 2014, Stratified sampling SGD"),
+    SolverEntry("ProxSVRGClassifier", "stochsvm.linear.svrg:ProxSVRGClassifier", "linear",
+                _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
+                "Xiao & Zhang 2014, Proximal SVRG"),
+    SolverEntry("SCVClassifier", "stochsvm.linear.scv:SCVClassifier", "linear",
+                _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
+                "Wang et al. 2013, Stochastic control variates"),
+    SolverEntry("SCSKernelSVC", "stochsvm.kernel.scs:SCSKernelSVC", "kernel",
+                ("hinge",), ("l2",),
+                "Stochastic conjugate subgradient with adaptive sampling"),
+]}
+
+
+def get_solver(name):
+    """Return the :class:`SolverEntry` called ``name``, case-insensitively.
+
+    Raises
+    ------
+    KeyError
+        With the list of known names.
+    """
+    for key, entry in SOLVERS.items():
+        if key.lower() == str(name).lower():
+            return entry
+    raise KeyError(f"unknown solver {name!r}; known solvers: {', '.join(sorted(SOLVERS))}")
+
+
+def solver_class(name):
+    """Return the estimator class registered as ``name`` (imported on first use)."""
+    return get_solver(name).load()
+
+
+def name_of(estimator):
+    """Return the registry name of ``estimator``'s class, or raise ``KeyError``."""
+    cls = type(estimator)
+    for entry in SOLVERS.values():
+        module_name, _, class_name = entry.import_path.partition(":")
+        if cls.__name__ == class_name and cls.__module__ == module_name:
+            return entry.name
+    raise KeyError(f"{cls.__module__}.{cls.__name__} is not a registered solver")

@@ -1,0 +1,107 @@
+"""End-to-end CLI: train -> save -> predict -> evaluate, and every error path."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.datasets import dump_svmlight_file
+
+from stochsvm import registry
+from stochsvm.cli import main
+
+from .reference import binary_breast_cancer
+
+
+@pytest.fixture
+def files(tmp_path):
+    X, y = binary_breast_cancer()
+    X = X[:, :10].copy()
+    X[np.abs(X) < 0.5] = 0.0  # sparse-ish file
+    train, test = tmp_path / "train.svm", tmp_path / "test.svm"
+    dump_svmlight_file(X[:400], y[:400], str(train))
+    dump_svmlight_file(X[400:], y[400:], str(test))
+    return tmp_path, train, test
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(arg) for arg in args])
+
+
+def assert_one_line_error(result, fragment):
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+
+
+def test_train_predict_evaluate(files):
+    tmp_path, train, test = files
+    model = tmp_path / "model.stochsvm"
+    result = run("train", train, "--solver", "SADMMClassifier", "--param", "alpha=0.001",
+                 "--param", "penalty=l2", "--param", "random_state=0", "--out", model,
+                 "--test", test)
+    assert result.exit_code == 0, result.output
+    accuracy = float(result.output.split("test accuracy:")[1].split()[0])
+    assert accuracy > 0.85
+    result = run("evaluate", model, test)
+    assert result.exit_code == 0 and f"accuracy: {accuracy:.4f}" in result.output
+    predictions = tmp_path / "preds.txt"
+    assert run("predict", model, test, "--out", predictions).exit_code == 0
+    values = np.loadtxt(predictions)
+    assert set(np.unique(values)) <= {-1.0, 1.0} and values.size == 169
+
+
+def test_semi_supervised_requires_semi_solver(files):
+    _, train, _ = files
+    result = run("train", train, "--semi-supervised")
+    assert_one_line_error(result, "not a semi-supervised solver")
+
+
+@pytest.mark.skipif(not any(e.problem == "semi-supervised" for e in registry.SOLVERS.values()),
+                    reason="no semi-supervised solver registered yet")
+def test_semi_supervised_training(files):
+    tmp_path, train, test = files
+    text = train.read_text().splitlines()
+    text = [("0" + line[line.index(" "):]) if i % 3 else line for i, line in enumerate(text)]
+    train.write_text("\n".join(text) + "\n")
+    name = next(e.name for e in registry.SOLVERS.values() if e.problem == "semi-supervised")
+    result = run("train", train, "--solver", name, "--semi-supervised", "--unlabeled-label", "0",
+                 "--test", test)
+    assert result.exit_code == 0, result.output
+
+
+def test_solvers_and_datasets_tables():
+    result = run("solvers")
+    assert result.exit_code == 0
+    for name in registry.SOLVERS:
+        assert name in result.output
+    assert "cod-rna" in run("datasets", "list").output
+    assert "url:" in run("datasets", "info", "a9a").output
+
+
+def test_error_paths(files):
+    tmp_path, train, _ = files
+    assert_one_line_error(run("train", tmp_path / "missing.svm"), "no such file")
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:1\n1 2:zz\n")
+    assert_one_line_error(run("train", bad), "line 2")
+    assert_one_line_error(run("train", train, "--solver", "Nope"), "known solvers")
+    assert_one_line_error(run("train", train, "--param", "nonsense=1"), "bad parameter")
+    assert_one_line_error(run("train", train, "--param", "novalue"), "NAME=VALUE")
+    assert_one_line_error(run("train", train, "--param", "alpha=-1"), "SADMMClassifier")
+    assert_one_line_error(run("evaluate", tmp_path / "nomodel", train), "no such model")
+    junk = tmp_path / "junk.stochsvm"
+    junk.write_bytes(b"not a model")
+    assert_one_line_error(run("predict", junk, train), "not a stochsvm model")
+    assert_one_line_error(run("datasets", "info", "nope"), "known datasets")
+    assert_one_line_error(run("datasets", "fetch", "nope"), "known datasets")
+
+
+def test_module_entry_point(files):
+    _, train, _ = files
+    completed = subprocess.run([sys.executable, "-m", "stochsvm.cli", "train", "/no/such"],
+                               capture_output=True, text=True)
+    assert completed.returncode != 0
+    assert completed.stderr.strip().startswith("error:") and "Traceback" not in completed.stderr
