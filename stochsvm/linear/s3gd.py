@@ -39,7 +39,14 @@ from .._core.sampling import uniform_batches
 from .._core.validation import check_choice, check_positive_int
 from ._base import as_csr_arrays, is_sparse
 from .anchors import BANDWIDTHS, build_anchor_graph, class_products, select_anchors
-from .sgd import _INTERCEPT, _NO_AVERAGE, BaseMiniBatchProxClassifier, _accumulate_row, _apply_step
+from .sgd import (
+    _INTERCEPT,
+    _NO_AVERAGE,
+    BaseMiniBatchProxClassifier,
+    _accumulate_dense_row,
+    _accumulate_row,
+    _apply_step,
+)
 
 __all__ = ["S3GDClassifier"]
 
@@ -90,7 +97,7 @@ def _control(i, y, weights, neighbor_index, neighbor_weight, derivative_plus,
     return weights[i] * label * total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, minus_product,
                       neighbor_index, neighbor_weight, coef, coef_sum, scalars, buffer,
                       gradient, anchor_scores, derivative_plus, derivative_minus,
@@ -102,7 +109,6 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, mi
     current iterate at the start of every outer loop (Alg. 1 line 5), otherwise the stored
     one is used (the gradient diagnostic).
     """
-    all_indices = np.arange(X.shape[1])
     no_moment = np.zeros((0, 0))
     batch_size = batches.shape[1]
     loss_sum = 0.0
@@ -124,9 +130,9 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, mi
             i = batches[t, q]
             control = _control(i, y, weights, neighbor_index, neighbor_weight,
                                derivative_plus, derivative_minus)
-            loss_sum += _accumulate_row(all_indices, X[i], y[i], weights[i], control, 0.0,
-                                        coef, scalars[_INTERCEPT], buffer, loss_value,
-                                        loss_derivative, loss_parameter)
+            loss_sum += _accumulate_dense_row(X[i], y[i], weights[i], control, 0.0, coef,
+                                              scalars[_INTERCEPT], buffer, loss_value,
+                                              loss_derivative, loss_parameter)
         # eq. (8) + prox step (eqs. 11-12)
         _apply_step(buffer, batch_size, full_gradient, no_moment, 0.0, buffer, coef, coef_sum,
                     scalars, gradient, step, strength, l1_ratio, fit_intercept, average_start)
