@@ -52,7 +52,7 @@ _SMOOTH_LOSSES = ("log_loss", "smoothed_hinge", "squared_hinge")
 SOLVERS = {entry.name: entry for entry in [
     SolverEntry("SADMMClassifier", "stochsvm.linear.sadmm:SADMMClassifier", "linear",
                 ("hinge",), ("l1", "l2", "elasticnet"),
-                "Ouyang et al. 2013, Stochastic ADMM"),
+                "Tao et al. 2014, Stochastic learning via optimizing the variational inequalities"),
     SolverEntry("RDAClassifier", "stochsvm.linear.rda:RDAClassifier", "linear",
                 ("hinge", "squared_hinge", "smoothed_hinge", "log_loss"), ("l1", "l2", "elasticnet"),
                 "Xiao 2010, Regularized dual averaging"),
@@ -64,7 +64,7 @@ SOLVERS = {entry.name: entry for entry in [
                 "Shalev-Shwartz et al. 2011, Pegasos"),
     SolverEntry("S3GDClassifier", "stochsvm.linear.s3gd:S3GDClassifier", "linear",
                 _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
-                "Semi-stochastic gradient descent with anchor-graph manifold propagation"),
+                "Mu, Liu & Fan, Stochastic gradient made stable: a manifold propagation approach"),
     SolverEntry("MiniBatchSGDClassifier", "stochsvm.linear.sgd:MiniBatchSGDClassifier",
                 "linear", _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
                 "Mini-batch proximal SGD (S3GD paper baseline)"),
@@ -79,7 +79,7 @@ SOLVERS = {entry.name: entry for entry in [
                 "Wang et al. 2013, Stochastic control variates"),
     SolverEntry("SCSKernelSVC", "stochsvm.kernel.scs:SCSKernelSVC", "kernel",
                 ("hinge",), ("l2",),
-                "Stochastic conjugate subgradient with adaptive sampling"),
+                "Zhang & Sen, The stochastic conjugate subgradient algorithm for kernel SVMs"),
 ]}
 
 

@@ -1,7 +1,7 @@
 r"""S3GD: semi-stochastic gradient descent with manifold propagation.
 
-Shen, Hu, Wang, Xiao, "Accelerating stochastic gradient descent with manifold propagation
-(S3GD)", Alg. 1 and Alg. 2. Problem: :math:`F(w, b) = P(w, b) + \alpha R(w)` with
+Mu, Liu, Fan, "Stochastic gradient made stable: a manifold propagation approach for
+large-scale optimization" (S3GD), Alg. 1 and Alg. 2. Problem: :math:`F(w, b) = P(w, b) + \alpha R(w)` with
 :math:`P = \frac1n\sum_i \psi_i`, :math:`\psi_i(w) = s_i\,\ell(y_i(w^\top x_i + b))`
 (see :mod:`stochsvm.linear.sgd`).
 
