@@ -24,6 +24,7 @@ __all__ = [
     "validate_training_data",
     "validate_prediction_data",
     "check_at_least_two_classes",
+    "split_semi_supervised_labels",
 ]
 
 FLOAT_DTYPES = (np.float64, np.float32)
@@ -148,3 +149,43 @@ def check_sample_weight(sample_weight, n_samples):
     if not np.any(weights > 0):
         raise ValueError("sample_weight is zero for every sample; nothing to learn from.")
     return weights
+
+
+def split_semi_supervised_labels(y, unlabeled_label=-1):
+    """Split a scikit-learn semi-supervised label vector into labeled and unlabeled parts.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        Class labels, with ``unlabeled_label`` (``-1`` as in ``sklearn.semi_supervised``)
+        marking the samples whose label is unknown.
+    unlabeled_label : scalar, default=-1
+        The marker of unlabeled samples.
+
+    Returns
+    -------
+    labeled_mask : ndarray of bool, shape (n_samples,)
+        True where the sample carries a class label.
+    classes : ndarray
+        The sorted distinct labels of the labeled samples (the marker excluded).
+
+    Raises
+    ------
+    ValueError
+        When no sample is labeled, or when the labeled samples hold a single class.
+    """
+    y = np.asarray(y)
+    if y.dtype.kind in "OUS":
+        labeled_mask = np.array([value != unlabeled_label for value in y.tolist()], dtype=bool)
+    else:
+        labeled_mask = y != unlabeled_label
+    if not labeled_mask.any():
+        raise ValueError(
+            f"Every sample is unlabeled (y == {unlabeled_label!r}); a semi-supervised "
+            "classifier needs labeled samples of at least two classes.")
+    classes = np.unique(y[labeled_mask])
+    if len(classes) < 2:
+        raise ValueError(
+            f"The labeled samples (y != {unlabeled_label!r}) contain only one class "
+            f"({classes[0]!r}); label samples of at least two classes.")
+    return labeled_mask, classes
