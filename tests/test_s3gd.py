@@ -204,8 +204,7 @@ def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
     common = (plus, minus, graph.neighbor_index, graph.neighbor_weight, coef, np.zeros(d),
               scalars, np.zeros(d + 1), np.zeros(d + 1), np.empty(m), np.empty(m), np.empty(m),
               np.empty(d + 1), np.zeros(d + 1), True, step, step * alpha, l1_ratio, True,
-              np.iinfo(np.int64).max, logistic, margin_loss.scalar_value,
-              margin_loss.scalar_derivative, parameter)
+              np.iinfo(np.int64).max, logistic, margin_loss.code, parameter)
     if sparse:
         matrix, anchor_matrix = sp.csr_matrix(X), sp.csr_matrix(anchors)
         loss_sum = _s3gd_epoch_sparse(matrix.data, matrix.indices, matrix.indptr, y, weights,

@@ -57,7 +57,7 @@ def test_compiled_steps_match_twin(loss, penalty, sparse, with_moment):
     arguments = (y, batches, scales, constants, slopes, correction, moment, 0.3, coef,
                  np.zeros(d), scalars, np.zeros(d + 1), np.zeros(d + 1), np.zeros(d + 1),
                  step, step * alpha, l1_ratio, True, np.iinfo(np.int64).max,
-                 margin_loss.scalar_value, margin_loss.scalar_derivative, parameter)
+                 margin_loss.code, parameter)
     if sparse:
         matrix = sp.csr_matrix(X)
         loss_sum = _prox_steps_sparse(matrix.data, matrix.indices, matrix.indptr, *arguments)

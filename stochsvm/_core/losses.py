@@ -40,7 +40,11 @@ with ``s = -0.3`` by default.
 Every loss is available in two forms with identical numbers:
 
 * numba-compiled scalar functions ``<name>_value(x, parameter)`` and
-  ``<name>_derivative(x, parameter)`` that compiled solver loops take as arguments, and
+  ``<name>_derivative(x, parameter)``, reached from compiled solver loops through
+  :func:`margin_loss_value` / :func:`margin_loss_derivative` (and the ``unlabeled_`` pair) with
+  the loss's integer :attr:`Loss.code`. Loops take the code, not the functions: a compiled
+  function passed as an argument is typed by its identity, which numba's on-disk cache cannot
+  match in a new process, so every process would compile such loops again. And
 * a :class:`Loss` record whose :meth:`Loss.value` / :meth:`Loss.derivative` evaluate whole
   arrays with NumPy (these are the references the compiled scalars are tested against).
 
@@ -62,6 +66,10 @@ __all__ = [
     "UNLABELED_LOSSES",
     "get_margin_loss",
     "get_unlabeled_loss",
+    "margin_loss_value",
+    "margin_loss_derivative",
+    "unlabeled_loss_value",
+    "unlabeled_loss_derivative",
 ]
 
 
@@ -195,6 +203,61 @@ def differentiable_approximation_derivative(output, parameter):
 
 
 # --------------------------------------------------------------------------------------
+# dispatch by integer code: what compiled solver loops take (see the module docstring)
+# --------------------------------------------------------------------------------------
+HINGE, SQUARED_HINGE, SMOOTHED_HINGE, LOG_LOSS = 0, 1, 2, 3
+SYMMETRIC_HINGE, SQUARED_SYMMETRIC_HINGE, RAMP, DIFFERENTIABLE_APPROXIMATION = 10, 11, 12, 13
+
+
+@numba.njit(cache=True, inline="always")
+def margin_loss_value(code, margin, parameter):
+    """Value of the margin loss with integer ``code`` (:attr:`Loss.code`)."""
+    if code == LOG_LOSS:
+        return log_loss_value(margin, parameter)
+    if code == SMOOTHED_HINGE:
+        return smoothed_hinge_value(margin, parameter)
+    if code == SQUARED_HINGE:
+        return squared_hinge_value(margin, parameter)
+    return hinge_value(margin, parameter)
+
+
+@numba.njit(cache=True, inline="always")
+def margin_loss_derivative(code, margin, parameter):
+    """(Sub)derivative of the margin loss with integer ``code``."""
+    if code == LOG_LOSS:
+        return log_loss_derivative(margin, parameter)
+    if code == SMOOTHED_HINGE:
+        return smoothed_hinge_derivative(margin, parameter)
+    if code == SQUARED_HINGE:
+        return squared_hinge_derivative(margin, parameter)
+    return hinge_derivative(margin, parameter)
+
+
+@numba.njit(cache=True, inline="always")
+def unlabeled_loss_value(code, output, parameter):
+    """Value of the unlabeled (S3VM) loss with integer ``code``."""
+    if code == SQUARED_SYMMETRIC_HINGE:
+        return squared_symmetric_hinge_value(output, parameter)
+    if code == RAMP:
+        return ramp_value(output, parameter)
+    if code == DIFFERENTIABLE_APPROXIMATION:
+        return differentiable_approximation_value(output, parameter)
+    return symmetric_hinge_value(output, parameter)
+
+
+@numba.njit(cache=True, inline="always")
+def unlabeled_loss_derivative(code, output, parameter):
+    """Derivative (with respect to the output) of the unlabeled loss with integer ``code``."""
+    if code == SQUARED_SYMMETRIC_HINGE:
+        return squared_symmetric_hinge_derivative(output, parameter)
+    if code == RAMP:
+        return ramp_derivative(output, parameter)
+    if code == DIFFERENTIABLE_APPROXIMATION:
+        return differentiable_approximation_derivative(output, parameter)
+    return symmetric_hinge_derivative(output, parameter)
+
+
+# --------------------------------------------------------------------------------------
 # NumPy vectorised forms (the references of the scalars above)
 # --------------------------------------------------------------------------------------
 def _np_log_one_plus_exp(t):
@@ -263,6 +326,8 @@ class Loss:
         Value of the single shape parameter used when the user gives none.
     smooth : bool
         Whether the derivative is continuous (Lipschitz-smooth loss).
+    code : int
+        Integer passed to compiled loops (:func:`margin_loss_value` and friends).
     lipschitz : float
         Bound on ``|loss'|`` (the loss's Lipschitz constant in its argument) at the
         default parameter; ``inf`` when unbounded (squared hinge).
@@ -274,6 +339,7 @@ class Loss:
     default_parameter: float
     smooth: bool
     lipschitz: float
+    code: int = -1
 
     def value(self, x, parameter=None):
         """Loss value, element-wise over an array of margins (or outputs)."""
@@ -287,19 +353,22 @@ class Loss:
 
 
 MARGIN_LOSSES = {
-    "hinge": Loss("hinge", hinge_value, hinge_derivative, 0.0, False, 1.0),
+    "hinge": Loss("hinge", hinge_value, hinge_derivative, 0.0, False, 1.0, HINGE),
     "squared_hinge": Loss(
-        "squared_hinge", squared_hinge_value, squared_hinge_derivative, 0.0, True, np.inf
+        "squared_hinge", squared_hinge_value, squared_hinge_derivative, 0.0, True, np.inf,
+        SQUARED_HINGE
     ),
     "smoothed_hinge": Loss(
-        "smoothed_hinge", smoothed_hinge_value, smoothed_hinge_derivative, 10.0, True, 1.0
+        "smoothed_hinge", smoothed_hinge_value, smoothed_hinge_derivative, 10.0, True, 1.0,
+        SMOOTHED_HINGE
     ),
-    "log_loss": Loss("log_loss", log_loss_value, log_loss_derivative, 0.0, True, 1.0),
+    "log_loss": Loss("log_loss", log_loss_value, log_loss_derivative, 0.0, True, 1.0, LOG_LOSS),
 }
 
 UNLABELED_LOSSES = {
     "symmetric_hinge": Loss(
-        "symmetric_hinge", symmetric_hinge_value, symmetric_hinge_derivative, 0.0, False, 1.0
+        "symmetric_hinge", symmetric_hinge_value, symmetric_hinge_derivative, 0.0, False, 1.0,
+        SYMMETRIC_HINGE
     ),
     "squared_symmetric_hinge": Loss(
         "squared_symmetric_hinge",
@@ -308,8 +377,9 @@ UNLABELED_LOSSES = {
         0.0,
         False,
         1.0,
+        SQUARED_SYMMETRIC_HINGE,
     ),
-    "ramp": Loss("ramp", ramp_value, ramp_derivative, -0.3, False, 1.0),
+    "ramp": Loss("ramp", ramp_value, ramp_derivative, -0.3, False, 1.0, RAMP),
     "differentiable_approximation": Loss(
         "differentiable_approximation",
         differentiable_approximation_value,
@@ -317,6 +387,7 @@ UNLABELED_LOSSES = {
         5.0,
         True,
         float(np.sqrt(10.0) * np.exp(-0.5)),
+        DIFFERENTIABLE_APPROXIMATION,
     ),
 }
 

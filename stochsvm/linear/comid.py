@@ -71,6 +71,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.penalties import prox_scalar
 from .._core.validation import check_nonnegative, check_positive
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
@@ -152,7 +153,7 @@ def _flush(now, w, w_sum, last, history, block_start, average_start):
 @numba.njit(cache=True, inline="always")
 def _comid_step(row_indices, row_values, label, weight, w, w_sum, last, scalars, history,
                 block_start, now, eta, alpha, l1_ratio, fit_intercept, average_start,
-                loss_value, loss_derivative, loss_parameter):
+                loss_code, loss_parameter):
     """One Comid/FOBOS step (module docstring) on one sample, as step ``now + 1`` of the
     block; returns the sample's weighted loss at the model before the step."""
     score = scalars[_INTERCEPT]
@@ -167,9 +168,9 @@ def _comid_step(row_indices, row_values, label, weight, w, w_sum, last, scalars,
             last[j] = block_start + now
         score += w[j] * row_values[position]
     margin = label * score
-    loss = weight * loss_value(margin, loss_parameter)
+    loss = weight * margin_loss_value(loss_code, margin, loss_parameter)
     # derivative of s * loss(y (w.x + b)) with respect to the score w.x + b
-    gradient = weight * loss_derivative(margin, loss_parameter) * label
+    gradient = weight * margin_loss_derivative(loss_code, margin, loss_parameter) * label
     strength = eta * alpha
     step = block_start + now + 1
     counted = step > average_start
@@ -205,7 +206,7 @@ def _block_full(history, now):
 @numba.njit(cache=True)
 def _comid_epoch_dense(X, y, weights, order, w, w_sum, last, scalars, history, samples_seen,
                        eta0, power_t, alpha, l1_ratio, fit_intercept, average_start,
-                       loss_value, loss_derivative, loss_parameter):
+                       loss_code, loss_parameter):
     """One pass of Comid over the rows ``order`` of a dense ``X``; returns the loss sum."""
     all_indices = np.arange(X.shape[1])
     block_start = samples_seen
@@ -219,7 +220,7 @@ def _comid_epoch_dense(X, y, weights, order, w, w_sum, last, scalars, history, s
         eta = eta0 / (block_start + now + 1.0) ** power_t
         loss_sum += _comid_step(all_indices, X[i], y[i], weights[i], w, w_sum, last, scalars,
                                 history, block_start, now, eta, alpha, l1_ratio,
-                                fit_intercept, average_start, loss_value, loss_derivative,
+                                fit_intercept, average_start, loss_code,
                                 loss_parameter)
         now += 1
     _flush(now, w, w_sum, last, history, block_start, average_start)
@@ -229,7 +230,7 @@ def _comid_epoch_dense(X, y, weights, order, w, w_sum, last, scalars, history, s
 @numba.njit(cache=True)
 def _comid_epoch_sparse(data, indices, indptr, y, weights, order, w, w_sum, last, scalars,
                         history, samples_seen, eta0, power_t, alpha, l1_ratio, fit_intercept,
-                        average_start, loss_value, loss_derivative, loss_parameter):
+                        average_start, loss_code, loss_parameter):
     """:func:`_comid_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
     block_start = samples_seen
     now = 0
@@ -243,8 +244,7 @@ def _comid_epoch_sparse(data, indices, indptr, y, weights, order, w, w_sum, last
         low, high = indptr[i], indptr[i + 1]
         loss_sum += _comid_step(indices[low:high], data[low:high], y[i], weights[i], w, w_sum,
                                 last, scalars, history, block_start, now, eta, alpha,
-                                l1_ratio, fit_intercept, average_start, loss_value,
-                                loss_derivative, loss_parameter)
+                                l1_ratio, fit_intercept, average_start, loss_code, loss_parameter)
         now += 1
     # bring every coordinate up to date so the state is exact at the end of the pass
     _flush(now, w, w_sum, last, history, block_start, average_start)
@@ -392,7 +392,7 @@ class ComidClassifier(BaseStochasticLinearClassifier):
             state["history"], samples_seen, resolved["eta0"], resolved["power_t"],
             resolved["alpha"], resolved["l1_ratio"], bool(self.fit_intercept),
             _NO_AVERAGE if start is None else start,
-            loss.scalar_value, loss.scalar_derivative, float(resolved["loss_parameter"]),
+            loss.code, float(resolved["loss_parameter"]),
         )
         if is_sparse(X):
             loss_sum = _comid_epoch_sparse(*as_csr_arrays(X), *arguments)

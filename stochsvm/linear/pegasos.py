@@ -68,6 +68,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.validation import check_positive, check_positive_int
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
@@ -156,7 +157,7 @@ def _finish_batch(v, average_sum, scalars, counters, radius, project, counted):
 @numba.njit(cache=True)
 def _pegasos_epoch_dense(X, y, weights, order, v, average_sum, scalars, counters,
                          samples_seen, alpha, t0, batch_size, radius, project, fit_intercept,
-                         average_start, loss_value, loss_derivative, loss_parameter):
+                         average_start, loss_code, loss_parameter):
     """One pass of mini-batch Pegasos over the rows ``order`` of a dense ``X``."""
     all_indices = np.arange(X.shape[1])
     amounts = np.zeros(batch_size)
@@ -172,9 +173,10 @@ def _pegasos_epoch_dense(X, y, weights, order, v, average_sum, scalars, counters
         for position in range(start, stop):
             i = order[position]
             margin = y[i] * _score(all_indices, X[i], v, scalars[_SCALE], scalars[_INTERCEPT])
-            loss_sum += weights[i] * loss_value(margin, loss_parameter)
+            loss_sum += weights[i] * margin_loss_value(loss_code, margin, loss_parameter)
             amounts[position - start] = (
-                -eta * weights[i] * loss_derivative(margin, loss_parameter) * y[i] / size
+                -eta * weights[i] * y[i] / size
+                * margin_loss_derivative(loss_code, margin, loss_parameter)
             )
         # w_{t+1/2} = (1 - eta lambda) w_t + (eta / k) sum_{A_t^+} y x
         _shrink(1.0 - eta * alpha, v, average_sum, scalars)
@@ -192,7 +194,7 @@ def _pegasos_epoch_dense(X, y, weights, order, v, average_sum, scalars, counters
 @numba.njit(cache=True)
 def _pegasos_epoch_sparse(data, indices, indptr, y, weights, order, v, average_sum, scalars,
                           counters, samples_seen, alpha, t0, batch_size, radius, project,
-                          fit_intercept, average_start, loss_value, loss_derivative,
+                          fit_intercept, average_start, loss_code,
                           loss_parameter):
     """:func:`_pegasos_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
     amounts = np.zeros(batch_size)
@@ -207,9 +209,10 @@ def _pegasos_epoch_sparse(data, indices, indptr, y, weights, order, v, average_s
             low, high = indptr[i], indptr[i + 1]
             margin = y[i] * _score(indices[low:high], data[low:high], v, scalars[_SCALE],
                                    scalars[_INTERCEPT])
-            loss_sum += weights[i] * loss_value(margin, loss_parameter)
+            loss_sum += weights[i] * margin_loss_value(loss_code, margin, loss_parameter)
             amounts[position - start] = (
-                -eta * weights[i] * loss_derivative(margin, loss_parameter) * y[i] / size
+                -eta * weights[i] * y[i] / size
+                * margin_loss_derivative(loss_code, margin, loss_parameter)
             )
         _shrink(1.0 - eta * alpha, v, average_sum, scalars)
         for position in range(start, stop):
@@ -399,7 +402,7 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
             int(state["samples_seen"]), resolved["alpha"], resolved["t0"],
             resolved["batch_size"], self._radius(weights, resolved), bool(self.projection),
             bool(self.fit_intercept), np.iinfo(np.int64).max if start is None else start,
-            loss.scalar_value, loss.scalar_derivative, float(resolved["loss_parameter"]),
+            loss.code, float(resolved["loss_parameter"]),
         )
         if is_sparse(X):
             loss_sum = _pegasos_epoch_sparse(*as_csr_arrays(X), *arguments)

@@ -100,6 +100,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.validation import check_nonnegative, check_positive
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
@@ -224,7 +225,7 @@ def _flush(now, gradient_sum, coef_sum, last, history, block_start, average_star
 @numba.njit(cache=True, inline="always")
 def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, last, scalars,
               history, block_start, now, gamma, l1_strength, l2_strength, boost_gamma,
-              fit_intercept, average_start, averaging, loss_value, loss_derivative,
+              fit_intercept, average_start, averaging, loss_code,
               loss_parameter):
     """One RDA step on one sample, step ``block_start + now + 1`` overall; returns the
     sample's weighted loss at the iterate before the step."""
@@ -250,9 +251,9 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
                 coef_sum[j] += coefficient
         score += coefficient * row_values[position]
     margin = label * score
-    loss = weight * loss_value(margin, loss_parameter)
+    loss = weight * margin_loss_value(loss_code, margin, loss_parameter)
     # derivative of s * loss(y (w.x + b)) with respect to the score w.x + b
-    gradient = weight * loss_derivative(margin, loss_parameter) * label
+    gradient = weight * margin_loss_derivative(loss_code, margin, loss_parameter) * label
     for position in range(row_indices.shape[0]):
         j = row_indices[position]
         gradient_sum[j] += gradient * row_values[position]
@@ -276,7 +277,7 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
 @numba.njit(cache=True)
 def _rda_epoch_dense(X, y, weights, order, gradient_sum, coef_sum, last, scalars, history,
                      samples_seen, gamma, l1_strength, l2_strength, boost_gamma, fit_intercept,
-                     average_start, averaging, loss_value, loss_derivative, loss_parameter):
+                     average_start, averaging, loss_code, loss_parameter):
     """One RDA pass over the rows ``order`` of a dense ``X``; returns the weighted loss sum."""
     all_indices = np.arange(X.shape[1])
     block_start = samples_seen
@@ -293,7 +294,7 @@ def _rda_epoch_dense(X, y, weights, order, gradient_sum, coef_sum, last, scalars
         loss_sum += _rda_step(all_indices, X[i], y[i], weights[i], gradient_sum, coef_sum,
                               last, scalars, history, block_start, now, gamma, l1_strength,
                               l2_strength, boost_gamma, fit_intercept, average_start,
-                              averaging, loss_value, loss_derivative, loss_parameter)
+                              averaging, loss_code, loss_parameter)
         now += 1
     if averaging:
         _flush(now, gradient_sum, coef_sum, last, history, block_start, average_start,
@@ -304,8 +305,8 @@ def _rda_epoch_dense(X, y, weights, order, gradient_sum, coef_sum, last, scalars
 @numba.njit(cache=True)
 def _rda_epoch_sparse(data, indices, indptr, y, weights, order, gradient_sum, coef_sum, last,
                       scalars, history, samples_seen, gamma, l1_strength, l2_strength,
-                      boost_gamma, fit_intercept, average_start, averaging, loss_value,
-                      loss_derivative, loss_parameter):
+                      boost_gamma, fit_intercept, average_start, averaging, loss_code,
+                      loss_parameter):
     """:func:`_rda_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
     block_start = samples_seen
     now = 0
@@ -322,7 +323,7 @@ def _rda_epoch_sparse(data, indices, indptr, y, weights, order, gradient_sum, co
         loss_sum += _rda_step(indices[low:high], data[low:high], y[i], weights[i],
                               gradient_sum, coef_sum, last, scalars, history, block_start, now,
                               gamma, l1_strength, l2_strength, boost_gamma, fit_intercept,
-                              average_start, averaging, loss_value, loss_derivative,
+                              average_start, averaging, loss_code,
                               loss_parameter)
         now += 1
     if averaging:
@@ -523,7 +524,7 @@ class RDAClassifier(BaseStochasticLinearClassifier):
             state["scalars"], state["history"], int(state["samples_seen"]), resolved["gamma"],
             resolved["l1_strength"], resolved["l2_strength"], resolved["boost_gamma"],
             bool(self.fit_intercept), _NO_AVERAGE if start is None else start,
-            start is not None, loss.scalar_value, loss.scalar_derivative,
+            start is not None, loss.code,
             float(resolved["loss_parameter"]),
         )
         if is_sparse(X):

@@ -1,7 +1,8 @@
 r"""S3GD: semi-stochastic gradient descent with manifold propagation.
 
 Mu, Liu, Fan, "Stochastic gradient made stable: a manifold propagation approach for
-large-scale optimization" (S3GD), Alg. 1 and Alg. 2. Problem: :math:`F(w, b) = P(w, b) + \alpha R(w)` with
+large-scale optimization" (S3GD), Alg. 1 and Alg. 2.
+Problem: :math:`F(w, b) = P(w, b) + \alpha R(w)` with
 :math:`P = \frac1n\sum_i \psi_i`, :math:`\psi_i(w) = s_i\,\ell(y_i(w^\top x_i + b))`
 (see :mod:`stochsvm.linear.sgd`).
 
@@ -35,6 +36,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .._core.losses import margin_loss_derivative
 from .._core.sampling import uniform_batches
 from .._core.validation import check_choice, check_positive_int
 from ._base import as_csr_arrays, is_sparse
@@ -56,9 +58,9 @@ __all__ = ["S3GDClassifier"]
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True, inline="always")
 def _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
-                    derivative_minus, full_gradient, n_samples, logistic, loss_derivative,
+                    derivative_minus, full_gradient, n_samples, logistic, loss_code,
                     loss_parameter):
-    """Eqs. (21)-(22), split by class: anchor derivatives and grad H in O(dm).
+    r"""Eqs. (21)-(22), split by class: anchor derivatives and grad H in O(dm).
 
     With ``logistic``, ``plus_product`` holds :math:`P + Q` and ``minus_product`` one row
     :math:`Q^\top 1`: since :math:`\ell'(-a) = -1 - \ell'(a)` for the logistic loss,
@@ -67,8 +69,10 @@ def _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
     """
     full_gradient[:] = 0.0
     for j in range(anchor_scores.shape[0]):
-        derivative_plus[j] = loss_derivative(anchor_scores[j], loss_parameter)
-        derivative_minus[j] = loss_derivative(-anchor_scores[j], loss_parameter)
+        derivative_plus[j] = margin_loss_derivative(loss_code, anchor_scores[j],
+                                                    loss_parameter)
+        derivative_minus[j] = margin_loss_derivative(loss_code, -anchor_scores[j],
+                                                     loss_parameter)
         if logistic:
             for column in range(full_gradient.shape[0]):
                 full_gradient[column] += plus_product[j, column] * derivative_plus[j]
@@ -102,7 +106,7 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, mi
                       neighbor_index, neighbor_weight, coef, coef_sum, scalars, buffer,
                       gradient, anchor_scores, derivative_plus, derivative_minus,
                       full_gradient, snapshot, refresh, step, strength, l1_ratio, fit_intercept,
-                      average_start, logistic, loss_value, loss_derivative, loss_parameter):
+                      average_start, logistic, loss_code, loss_parameter):
     """Outer loops of Alg. 1 over the rows of ``batches`` (``n_inner`` steps each), dense X.
 
     ``snapshot`` holds :math:`(\\tilde w, \\tilde b)`; with ``refresh`` it is set to the
@@ -125,14 +129,14 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, mi
                 anchor_scores[j] = score
             _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
                             derivative_minus, full_gradient, X.shape[0], logistic,
-                            loss_derivative, loss_parameter)
+                            loss_code, loss_parameter)
         for q in range(batch_size):
             i = batches[t, q]
             control = _control(i, y, weights, neighbor_index, neighbor_weight,
                                derivative_plus, derivative_minus)
             loss_sum += _accumulate_dense_row(X[i], y[i], weights[i], control, 0.0, coef,
-                                              scalars[_INTERCEPT], buffer, loss_value,
-                                              loss_derivative, loss_parameter)
+                                              scalars[_INTERCEPT], buffer, loss_code,
+                                              loss_parameter)
         # eq. (8) + prox step (eqs. 11-12)
         _apply_step(buffer, batch_size, full_gradient, no_moment, 0.0, buffer, coef, coef_sum,
                     scalars, gradient, step, strength, l1_ratio, fit_intercept, average_start)
@@ -145,7 +149,7 @@ def _s3gd_epoch_sparse(data, indices, indptr, y, weights, batches, n_inner, anch
                        neighbor_index, neighbor_weight, coef, coef_sum, scalars, buffer,
                        gradient, anchor_scores, derivative_plus, derivative_minus,
                        full_gradient, snapshot, refresh, step, strength, l1_ratio,
-                       fit_intercept, average_start, logistic, loss_value, loss_derivative,
+                       fit_intercept, average_start, logistic, loss_code,
                        loss_parameter):
     """:func:`_s3gd_epoch_dense` for CSR ``X`` and CSR anchors."""
     no_moment = np.zeros((0, 0))
@@ -164,7 +168,7 @@ def _s3gd_epoch_sparse(data, indices, indptr, y, weights, batches, n_inner, anch
                 anchor_scores[j] = score
             _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
                             derivative_minus, full_gradient, n_samples, logistic,
-                            loss_derivative, loss_parameter)
+                            loss_code, loss_parameter)
         for q in range(batch_size):
             i = batches[t, q]
             control = _control(i, y, weights, neighbor_index, neighbor_weight,
@@ -172,7 +176,7 @@ def _s3gd_epoch_sparse(data, indices, indptr, y, weights, batches, n_inner, anch
             low, high = indptr[i], indptr[i + 1]
             loss_sum += _accumulate_row(indices[low:high], data[low:high], y[i], weights[i],
                                         control, 0.0, coef, scalars[_INTERCEPT], buffer,
-                                        loss_value, loss_derivative, loss_parameter)
+                                        loss_code, loss_parameter)
         _apply_step(buffer, batch_size, full_gradient, no_moment, 0.0, buffer, coef, coef_sum,
                     scalars, gradient, step, strength, l1_ratio, fit_intercept, average_start)
     return loss_sum
@@ -361,7 +365,7 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
             float(step * resolved["alpha"]), float(resolved["l1_ratio"]),
             bool(self.fit_intercept),
             _NO_AVERAGE if (start is None or not averaging) else int(start),
-            problem["logistic"], loss.scalar_value, loss.scalar_derivative,
+            problem["logistic"], loss.code,
             float(resolved["loss_parameter"]),
         )
         if is_sparse(X):

@@ -214,7 +214,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
         return loss_sum, batches.size
 
     def _optimal_scaling(self, state, X, y, weights, generator, resolved, constant, curvature):
-        """:math:`a^\star` of the module docstring on a probe sample, clipped to [0, 1]."""
+        r""":math:`a^\star` of the module docstring on a probe sample, clipped to [0, 1]."""
         n_samples = X.shape[0]
         size = min(resolved["probe_size"], n_samples)
         probe = (np.arange(n_samples) if size == n_samples

@@ -49,6 +49,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.sampling import epoch_generator, uniform_batches, weighted_batches
 from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
@@ -65,23 +66,23 @@ _NO_AVERAGE = np.iinfo(np.int64).max
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True, inline="always")
 def _accumulate_row(row_indices, row_values, label, scale, control_constant, control_slope,
-                    coef, intercept, buffer, loss_value, loss_derivative, loss_parameter):
+                    coef, intercept, buffer, loss_code, loss_parameter):
     """Add one draw's term of ``g`` (module docstring) to ``buffer``; return its scaled loss."""
     score = intercept
     for position in range(row_indices.shape[0]):
         score += coef[row_indices[position]] * row_values[position]
     margin = label * score
-    factor = (scale * loss_derivative(margin, loss_parameter) * label
+    factor = (scale * margin_loss_derivative(loss_code, margin, loss_parameter) * label
               - control_constant - control_slope * score)
     for position in range(row_indices.shape[0]):
         buffer[row_indices[position]] += factor * row_values[position]
     buffer[buffer.shape[0] - 1] += factor
-    return scale * loss_value(margin, loss_parameter)
+    return scale * margin_loss_value(loss_code, margin, loss_parameter)
 
 
 @numba.njit(cache=True, inline="always")
 def _accumulate_dense_row(row, label, scale, control_constant, control_slope, coef, intercept,
-                          buffer, loss_value, loss_derivative, loss_parameter):
+                          buffer, loss_code, loss_parameter):
     """:func:`_accumulate_row` for a dense row: direct indexing, so the two passes vectorize."""
     n_features = row.shape[0]
     score = 0.0
@@ -89,12 +90,12 @@ def _accumulate_dense_row(row, label, scale, control_constant, control_slope, co
         score += coef[j] * row[j]
     score += intercept
     margin = label * score
-    factor = (scale * loss_derivative(margin, loss_parameter) * label
+    factor = (scale * margin_loss_derivative(loss_code, margin, loss_parameter) * label
               - control_constant - control_slope * score)
     for j in range(n_features):
         buffer[j] += factor * row[j]
     buffer[n_features] += factor
-    return scale * loss_value(margin, loss_parameter)
+    return scale * margin_loss_value(loss_code, margin, loss_parameter)
 
 
 @numba.njit(cache=True, inline="always")
@@ -139,7 +140,7 @@ def _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buf
 def _prox_steps_dense(X, y, batches, scales, control_constants, control_slopes, correction,
                       moment, moment_scale, coef, coef_sum, scalars, buffer, moment_buffer,
                       gradient, step, strength, l1_ratio, fit_intercept, average_start,
-                      loss_value, loss_derivative, loss_parameter):
+                      loss_code, loss_parameter):
     """One step per row of ``batches`` on a dense ``X``; returns the sum of scaled losses.
 
     Compiled with re-association allowed so the row passes vectorize: results agree with
@@ -152,8 +153,8 @@ def _prox_steps_dense(X, y, batches, scales, control_constants, control_slopes, 
             i = batches[t, q]
             loss_sum += _accumulate_dense_row(X[i], y[i], scales[t, q],
                                               control_constants[t, q], control_slopes[t, q],
-                                              coef, scalars[_INTERCEPT], buffer, loss_value,
-                                              loss_derivative, loss_parameter)
+                                              coef, scalars[_INTERCEPT], buffer, loss_code,
+                                              loss_parameter)
         _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
                     coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
                     average_start)
@@ -164,7 +165,7 @@ def _prox_steps_dense(X, y, batches, scales, control_constants, control_slopes, 
 def _prox_steps_sparse(data, indices, indptr, y, batches, scales, control_constants,
                        control_slopes, correction, moment, moment_scale, coef, coef_sum,
                        scalars, buffer, moment_buffer, gradient, step, strength, l1_ratio,
-                       fit_intercept, average_start, loss_value, loss_derivative,
+                       fit_intercept, average_start, loss_code,
                        loss_parameter):
     """:func:`_prox_steps_dense` for a CSR matrix given as ``data, indices, indptr``."""
     loss_sum = 0.0
@@ -175,8 +176,7 @@ def _prox_steps_sparse(data, indices, indptr, y, batches, scales, control_consta
             low, high = indptr[i], indptr[i + 1]
             loss_sum += _accumulate_row(indices[low:high], data[low:high], y[i], scales[t, q],
                                         control_constants[t, q], control_slopes[t, q], coef,
-                                        scalars[_INTERCEPT], buffer, loss_value,
-                                        loss_derivative, loss_parameter)
+                                        scalars[_INTERCEPT], buffer, loss_code, loss_parameter)
         _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
                     coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
                     average_start)
@@ -304,7 +304,7 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
             float(moment_scale), state["coef"], state["coef_sum"], state["scalars"],
             state["buffer"], state["moment_buffer"], state["gradient"], float(step),
             float(step * alpha), float(resolved["l1_ratio"]), bool(self.fit_intercept),
-            average_start, loss.scalar_value, loss.scalar_derivative,
+            average_start, loss.code,
             float(resolved["loss_parameter"]),
         )
         if is_sparse(X):
