@@ -2,12 +2,14 @@
 
 import json
 import pickle
+import warnings
 import zipfile
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
 
 from stochsvm import io, registry
 
@@ -25,13 +27,16 @@ def _entry_class(name):
 
 def _fitted(name, X, y):
     cls = _entry_class(name)
-    wanted = {"random_state": 0, "max_iter": 3, "tol": None}
+    wanted = {"random_state": 0, "max_iter": 3}
     estimator = cls(**{key: value for key, value in wanted.items()
                        if key in cls().get_params()})
     if registry.SOLVERS[name].problem == "semi-supervised":
-        y = y.copy()
+        # classes 0..k-1 (a class -1 would read as unlabeled), every other sample unlabeled
+        y = np.unique(y, return_inverse=True)[1].astype(np.int64)
         y[::2] = -1
-    return estimator.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 3 iterations on purpose
+        return estimator.fit(X, y)
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -179,3 +184,72 @@ def test_identity_tokens_keep_sharing(tmp_path):
     loaded = io.load(tmp_path / "m")
     assert loaded._cache_["problem"][0] is loaded._token_
     assert loaded._token_ is not token
+
+
+def test_nested_fitted_state_round_trips(tmp_path):
+    """Kernel and semi-supervised models keep arrays inside lists, dicts and tuples, sparse
+    support vectors, dtypes: all of it comes back equal and of the same type."""
+    from stochsvm.linear import SADMMClassifier
+    X, y = binary_breast_cancer()
+    model = _fitted("SADMMClassifier", X, y)
+    rng = np.random.default_rng(0)
+    model.blocks_ = [rng.normal(size=(3, 2)), [np.arange(4, dtype=np.int32), None]]
+    model.per_class_ = {0: rng.normal(size=3), (1, "b"): {"inner": np.ones(2, np.float32)}}
+    model.support_vectors_ = sp.csr_matrix(rng.normal(size=(4, 5)) * (rng.random((4, 5)) > .5))
+    model.support_array_ = sp.csc_array(np.eye(3))
+    model.pairs_ = sp.coo_matrix(np.eye(2))
+    model.kinds_ = (np.dtype(np.float32), np.float64, {1, 2}, frozenset({"a"}))
+    model.scalars_ = [np.float32(1.5), np.int64(7), np.bool_(True), float("nan"), -0.0]
+    model.labels_ = np.array(["a", "bc"])
+    path = tmp_path / "nested.stochsvm"
+    io.save(model, path)
+    loaded = io.load(path)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert isinstance(loaded, SADMMClassifier)
+    np.testing.assert_array_equal(loaded.blocks_[0], model.blocks_[0])
+    assert loaded.blocks_[1][0].dtype == np.int32 and loaded.blocks_[1][1] is None
+    assert set(loaded.per_class_) == {0, (1, "b")}
+    assert loaded.per_class_[(1, "b")]["inner"].dtype == np.float32
+    for name in ("support_vectors_", "support_array_", "pairs_"):
+        original, restored = getattr(model, name), getattr(loaded, name)
+        assert type(restored) is type(original)
+        np.testing.assert_array_equal(restored.toarray(), original.toarray())
+    assert loaded.kinds_ == (np.dtype(np.float32), np.float64, {1, 2}, frozenset({"a"}))
+    restored = loaded.scalars_
+    assert restored[0] == np.float32(1.5) and type(restored[0]) is np.float32
+    assert type(restored[1]) is np.int64 and type(restored[2]) is np.bool_
+    assert np.isnan(restored[3]) and np.signbit(restored[4])
+    np.testing.assert_array_equal(loaded.labels_, model.labels_)
+
+
+def test_malformed_payloads_refused(saved):
+    # a consistent checksum but an array reference that does not exist
+    _rewrite(saved, lambda meta: meta["state"]["__dict__"].update(coef_={"__array__": "zz"}))
+    with pytest.raises(ValueError, match="malformed"):
+        io.load(saved)
+
+
+def test_object_dtype_tag_refused(saved):
+    _rewrite(saved, lambda meta: meta["state"]["__dict__"].update(odd_={"__dtype__": "O"}))
+    with pytest.raises(ValueError, match="object dtype"):
+        io.load(saved)
+    _rewrite(saved, lambda meta: meta["state"]["__dict__"].update(odd_={"__what__": 1}))
+    with pytest.raises(ValueError, match="unexpected object"):
+        io.load(saved)
+
+
+def test_library_losses_and_penalties_by_name(saved, tmp_path):
+    from stochsvm._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES
+    from stochsvm._core.penalties import PENALTIES
+    model = io.load(saved)
+    model._unlabeled_loss = UNLABELED_LOSSES["ramp"]
+    model._losses = [MARGIN_LOSSES["hinge"], {"penalty": PENALTIES["l1"]}]
+    io.save(model, tmp_path / "m")
+    loaded = io.load(tmp_path / "m")
+    assert loaded._unlabeled_loss is UNLABELED_LOSSES["ramp"]
+    assert loaded._losses[0] is MARGIN_LOSSES["hinge"]
+    assert loaded._losses[1]["penalty"] is PENALTIES["l1"]
+    _rewrite(tmp_path / "m", lambda meta: meta["state"]["__dict__"].update(
+        _unlabeled_loss={"__library__": "unlabeled_loss", "name": "os.system"}))
+    with pytest.raises(ValueError, match="unknown library object"):
+        io.load(tmp_path / "m")
