@@ -1,11 +1,23 @@
-"""Kernel blocks against scikit-learn's pairwise kernels, dense and CSR, and the budget error."""
+"""Kernel blocks against scikit-learn's pairwise kernels, dense and CSR, and the budget errors."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
+from sklearn.metrics.pairwise import (
+    laplacian_kernel,
+    linear_kernel,
+    polynomial_kernel,
+    rbf_kernel,
+)
 
-from stochsvm._core.kernels import check_kernel_budget, kernel_block, resolve_gamma
+from stochsvm._core import kernels
+from stochsvm._core.kernels import (
+    check_kernel_budget,
+    check_memory_budget,
+    kernel_block,
+    resolve_gamma,
+    resolve_kernel_dtype,
+)
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -17,13 +29,58 @@ def test_kernel_blocks_match_sklearn(sparse):
     np.testing.assert_allclose(kernel_block(a, b, "linear"), linear_kernel(A, B), atol=1e-12)
     np.testing.assert_allclose(kernel_block(a, b, "rbf", 0.3), rbf_kernel(A, B, gamma=0.3),
                                atol=1e-12)
+    np.testing.assert_allclose(kernel_block(a, b, "laplacian", 0.3),
+                               laplacian_kernel(A, B, gamma=0.3), atol=1e-12)
     np.testing.assert_allclose(kernel_block(a, b, "poly", 0.5, 2, 1.0),
                                polynomial_kernel(A, B, degree=2, gamma=0.5, coef0=1.0),
                                atol=1e-12)
     assert resolve_gamma(None, a) == pytest.approx(1.0 / (4 * A.var()))
+    assert resolve_gamma("scale", a) == pytest.approx(1.0 / (4 * A.var()))
+    assert resolve_gamma("auto", a) == 0.25
 
 
-def test_budget_error_names_budget_and_way_out():
+def test_chunked_block_equals_one_block_and_fills_views(monkeypatch):
+    rng = np.random.RandomState(1)
+    A, B = rng.randn(50, 3), rng.randn(20, 3)
+    whole = kernel_block(A, B, "rbf", 0.7)
+    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 8 * 2 * 20 * 3)  # 3 rows per chunk
+    np.testing.assert_array_equal(kernel_block(A, B, "rbf", 0.7), whole)
+    target = np.zeros((60, 30))
+    kernel_block(A, B, "rbf", 0.7, out=target[5:55, 10:30])
+    np.testing.assert_array_equal(target[5:55, 10:30], whole)
+    assert not target[:5].any() and not target[:, :10].any()
+
+
+def test_float32_blocks():
+    rng = np.random.RandomState(2)
+    A = rng.randn(6, 3)
+    block = kernel_block(A, A, "rbf", 0.5, dtype=np.float32)
+    assert block.dtype == np.float32
+    np.testing.assert_allclose(block, rbf_kernel(A, A, gamma=0.5), rtol=1e-6)
+    assert resolve_kernel_dtype("float32") == np.float32
+    with pytest.raises(ValueError, match="kernel_dtype"):
+        resolve_kernel_dtype("int64")
+
+
+@pytest.mark.parametrize("gamma,error", [(0.0, ValueError), (-1.0, ValueError),
+                                         (np.inf, ValueError), ("wide", ValueError),
+                                         (True, TypeError), ([1.0], TypeError)])
+def test_bad_gamma(gamma, error):
+    with pytest.raises(error, match="gamma"):
+        resolve_gamma(gamma, np.ones((3, 2)))
+
+
+def test_unknown_kernel():
+    with pytest.raises(ValueError, match="kernel='sigmoid'"):
+        kernel_block(np.ones((2, 2)), np.ones((2, 2)), "sigmoid")
+
+
+def test_budget_errors_name_budget_and_way_out():
     with pytest.raises(MemoryError, match="memory_budget.*subsample"):
         check_kernel_budget(1000, 1000, 1e6, "Train on a subsample.")
     check_kernel_budget(10, 10, 1e6, "unused")
+    with pytest.raises(MemoryError, match="max_memory_mb=1 MiB. Lower max_samples"):
+        check_memory_budget(2 * 2**20, 1, "A matrix", "Lower max_samples.")
+    check_memory_budget(2 * 2**20, None, "A matrix", "unused")
+    with pytest.raises(MemoryError, match="1000 x 1000 kernel block needs 7.6 MiB"):
+        kernel_block(np.ones((1000, 2)), np.ones((1000, 2)), max_memory_mb=1)

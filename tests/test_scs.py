@@ -1,75 +1,302 @@
-"""Tests of SCSKernelSVC against the exact kernel SVM (no bias)."""
+"""Tests of SCSKernelSVC (Alg. 1 and Alg. 2 of the SCS paper) against exact references."""
+
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.optimize import minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from stochsvm._core.kernels import kernel_block, resolve_gamma
 from stochsvm.kernel import SCSKernelSVC
+from stochsvm.kernel._conjugate import line_search, line_values, minimum_norm_weight
+from stochsvm.kernel.scs import append_samples
 
 from .reference import binary_breast_cancer, binary_digits, exact_kernel_svm
+from .reference_kernel import exact_rbf_optimum, line_search_twin, line_values_twin
 
 
 def _exact(X, y, C=1.0):
-    gram = kernel_block(X, X, "rbf", resolve_gamma(None, X))
+    gram = kernel_block(X, X, "rbf", resolve_gamma("scale", X))
     return exact_kernel_svm(gram, y, C)
 
 
-def test_reference_duality_gap_is_small():
+def _full_coefficients(model, n):
+    coefficients = np.zeros(n)
+    coefficients[model.support_] = model.dual_coef_[0]
+    return coefficients
+
+
+# ---------------------------------------------------------------------------------------
+# direction finding, eq. (5)
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(6))
+def test_minimum_norm_point_matches_brute_force(seed):
+    rng = np.random.RandomState(seed)
+    u, g = rng.randn(5), rng.randn(5)
+    if seed == 4:
+        g = u + 1e-3 * rng.randn(5)  # nearly equal ends
+    if seed == 5:
+        g = 3.0 * u  # the minimum is at an end point (lambda = 1)
+    weight = minimum_norm_weight(u @ u, u @ g, g @ g)
+    result = minimize_scalar(lambda lam: np.sum((lam * u + (1 - lam) * g) ** 2),
+                             bounds=(0.0, 1.0), method="bounded",
+                             options={"xatol": 1e-12})
+    grid = np.linspace(0.0, 1.0, 100001)
+    values = np.sum((grid[:, None] * u + (1 - grid[:, None]) * g) ** 2, axis=1)
+    best = min(result.fun, values.min())
+    point = weight * u + (1 - weight) * g
+    assert 0.0 <= weight <= 1.0
+    assert point @ point <= best + 1e-12
+
+
+def test_minimum_norm_point_in_a_kernel_metric():
+    rng = np.random.RandomState(0)
+    A = rng.randn(6, 6)
+    Q = A @ A.T + 0.1 * np.eye(6)
+    u, g = rng.randn(6), rng.randn(6)
+    weight = minimum_norm_weight(u @ Q @ u, u @ Q @ g, g @ Q @ g)
+    result = minimize_scalar(lambda lam: (lam * u + (1 - lam) * g) @ Q @ (lam * u + (1 - lam) * g),
+                             bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12})
+    assert weight == pytest.approx(result.x, abs=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# line search, Alg. 2 and eq. (6)
+# ---------------------------------------------------------------------------------------
+def _problem(seed, n=40):
+    rng = np.random.RandomState(seed)
+    A = rng.randn(n, n) / np.sqrt(n)
+    Q = A @ A.T + 0.05 * np.eye(n)
+    y = np.where(rng.rand(n) > 0.5, 1.0, -1.0)
+    a = 0.3 * rng.randn(n)
+    costs = np.full(n, 0.7)
+    q_a = Q @ a
+    v = np.where(y * q_a < 1.0, costs * y, 0.0)
+    d = -(a - v)  # steepest descent in the kernel metric: a descent direction
+    return Q, y, a, d, costs
+
+
+def _sets(t, Q, y, a, d, costs, m1, m2):
+    q_a, q_d = Q @ a, Q @ d
+    norm2 = d @ q_d
+    base = line_values_twin(0.0, y * q_a, y * q_d, costs, d @ q_a, d @ q_d)[0]
+    value, slope = line_values_twin(t, y * q_a, y * q_d, costs, d @ q_a, d @ q_d)
+    return value - base <= -m1 * norm2 * t, 0.0 > slope >= -m2 * norm2
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("t_start", [1e-3, 0.2, 5.0])
+def test_line_search_returns_a_step_in_l_and_r(seed, t_start):
+    Q, y, a, d, costs = _problem(seed)
+    q_a, q_d = Q @ a, Q @ d
+    norm2 = d @ q_d
+    step, _, outcome = line_search(y * q_a, y * q_d, costs, d @ q_a, d @ q_d, norm2, t_start,
+                                   1e-9, 1e9, 0.4, 0.3, 60)
+    assert step > 0.0
+    in_l, in_r = _sets(step, Q, y, a, d, costs, 0.4, 0.3)
+    assert in_l
+    if outcome == 0:
+        assert in_r
+    else:  # bracket shrunk onto a kink where phi' jumps over R: the left end, in L
+        assert outcome == 3
+
+
+def test_line_search_returns_zero_for_an_ascent_direction():
+    Q, y, a, d, costs = _problem(1)
+    q_a, q_d = Q @ a, -(Q @ d)
+    step, last, outcome = line_search(y * q_a, y * q_d, costs, -d @ q_a, d @ Q @ d,
+                                      d @ Q @ d, 1.0, 1.0 / 8, 1.0, 0.4, 0.3, 60)
+    assert step == 0.0 and outcome == 2
+    assert 0.0 < last < 1.0 / 8  # the null step lies below b = delta / n
+
+
+def test_line_search_caps_the_step_at_the_radius():
+    # phi(t) = -t (linear decrease, no hinge active): every t is in L \ R, the doubling
+    # reaches t ||d|| > delta and Alg. 2 returns the last step inside the radius (step 4)
+    margins = np.full(3, 5.0)
+    step, _, outcome = line_search(margins, np.zeros(3), np.ones(3), -1.0, 0.0, 1.0, 0.25,
+                                   0.01, 1.0, 0.4, 0.3, 60)
+    assert outcome == 1 and step == 1.0
+
+
+def test_line_search_stops_at_the_minimizer_of_a_quadratic():
+    # phi(t) = t^2/2 - t (||d|| = 1): L = (0, 2 - 2 m1], R = [1 - m2, 1)
+    margins = np.full(3, 5.0)
+    step, _, outcome = line_search(margins, np.zeros(3), np.ones(3), -1.0, 1.0, 1.0, 0.01,
+                                   1e-6, 100.0, 0.4, 0.3, 60)
+    assert outcome == 0 and 0.7 <= step < 1.0
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_compiled_line_search_equals_twin(seed):
+    Q, y, a, d, costs = _problem(seed % 20, n=30)
+    rng = np.random.RandomState(seed)
+    if seed % 3 == 0:
+        d = -d + 0.1 * rng.randn(len(d))
+    q_a, q_d = Q @ a, Q @ d
+    arguments = (y * q_a, y * q_d, costs, d @ q_a, d @ q_d, d @ q_d,
+                 10.0 ** rng.uniform(-3, 1), 1e-4, 10.0 ** rng.uniform(-1, 2), 0.4, 0.3, 40)
+    assert line_search(*arguments) == line_search_twin(*arguments)
+    t = rng.uniform(0, 2)
+    np.testing.assert_allclose(line_values(t, *arguments[:5]),
+                               line_values_twin(t, *arguments[:5]), rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# Q^k grown by appending rows and columns
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("sparse", [False, True])
+def test_incremental_gram_equals_gram_at_once(sparse):
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 5)
+    data = sp.csr_matrix(X) if sparse else X
+    order = rng.permutation(60)
+
+    def kernel(A, B, out=None):
+        return kernel_block(A, B, "rbf", 0.3, out=out)
+
+    gram = np.full((50, 50), np.nan)
+    kernel(data[order[:7]], data[order[:7]], out=gram[:7, :7])
+    size = 7
+    for new_size in (8, 20, 33, 50):
+        append_samples(kernel, data, order, gram, size, new_size)
+        size = new_size
+    np.testing.assert_allclose(gram, kernel_block(X[order[:50]], X[order[:50]], "rbf", 0.3),
+                               rtol=0, atol=1e-13)
+
+
+# ---------------------------------------------------------------------------------------
+# the estimator
+# ---------------------------------------------------------------------------------------
+def test_same_seed_same_model():
     X, y = binary_breast_cancer()
-    _, primal, dual = _exact(X, y)
-    assert primal - dual <= 1e-6 * primal
-
-
-@pytest.mark.parametrize("loader,max_iter", [(binary_breast_cancer, 1500),
-                                             (binary_digits, 2000)])
-def test_reaches_one_percent_of_exact_optimum(loader, max_iter):
-    X, y = loader()
-    _, primal, _ = _exact(X, y)
-    model = SCSKernelSVC(C=1.0, max_iter=max_iter, tol=None, random_state=0).fit(X, y)
-    assert model.objective(X, y) <= 1.01 * primal
-    assert model.objective(X, y) >= primal * (1 - 1e-9)
-
-
-def test_same_seed_same_model_and_sparse_equals_dense():
-    X, y = binary_breast_cancer()
-    X, y = X[:150], y[:150]
-    first = SCSKernelSVC(max_iter=50, tol=None, random_state=3).fit(X, y)
-    second = SCSKernelSVC(max_iter=50, tol=None, random_state=3).fit(X, y)
+    settings = dict(max_iter=40, initial_samples=50, samples_per_iter=20, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        first = SCSKernelSVC(**settings).fit(X, y)
+        second = SCSKernelSVC(**settings).fit(X, y)
+        other = SCSKernelSVC(**{**settings, "random_state": 4}).fit(X, y)
+    np.testing.assert_array_equal(first.support_, second.support_)
     np.testing.assert_array_equal(first.dual_coef_, second.dual_coef_)
-    # Exact line searches land on hinge kinks, so rounding-level kernel differences between
-    # the dense and sparse products can change later iterates: compare a few iterations.
-    dense = SCSKernelSVC(max_iter=3, tol=None, random_state=3).fit(X, y)
-    sparse = SCSKernelSVC(max_iter=3, tol=None, random_state=3).fit(sp.csr_matrix(X), y)
-    np.testing.assert_allclose(dense.decision_function(X), sparse.decision_function(X),
-                               atol=1e-6)
-    assert first.history_ and {"iteration", "seconds", "objective"} <= set(first.history_[0])
+    assert not np.array_equal(first.support_, other.support_)
+    record = first.history_[-1]
+    assert {"iteration", "samples", "objective", "direction_norm", "delta", "seconds"} <= set(
+        record)
+    assert [entry["samples"] for entry in first.history_[:3]] == [70, 90, 110]
 
 
-def test_multiclass_one_vs_rest():
+def test_eq2_closed_form_at_c_equal_one_over_m():
+    X, y = binary_breast_cancer()
+    X, y = X[:200], y[:200]
+    m = len(y)
+    model = SCSKernelSVC(C=1.0 / m, initial_samples=100, samples_per_iter=50, max_iter=300,
+                         random_state=0).fit(X, y)
+    coefficients = _full_coefficients(model, m)
+    np.testing.assert_allclose(coefficients, y / m, rtol=0, atol=1e-4 / m)
+    exact, primal, _ = _exact(X, y, 1.0 / m)
+    np.testing.assert_allclose(exact, y / m, atol=1e-8)
+    assert model.objective(X, y) == pytest.approx(primal, rel=1e-6)
+
+
+@pytest.mark.parametrize("name,loader", [("breast_cancer", binary_breast_cancer),
+                                         ("digits", binary_digits)])
+def test_within_one_percent_of_exact_optimum_at_c_one(name, loader):
+    X, y = loader()
+    _, primal, dual = exact_rbf_optimum(name)
+    assert primal - dual <= 1e-6 * primal
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(C=1.0, max_iter=300, random_state=0).fit(X, y)
+    assert model.sample_size_[0] == len(y)  # S_k grown to the whole set
+    value = model.objective(X, y)
+    assert primal * (1 - 1e-9) <= value <= 1.01 * primal
+
+
+def test_sample_grows_until_max_samples_and_says_so():
+    X, y = binary_digits()
+    with pytest.warns(ConvergenceWarning, match="max_samples=300"):
+        model = SCSKernelSVC(initial_samples=100, samples_per_iter=100, max_samples=300,
+                             max_iter=8, random_state=0).fit(X, y)
+    assert model.sample_size_[0] == 300
+    assert max(entry["samples"] for entry in model.history_) == 300
+    assert len(model.support_) <= 300
+
+
+def test_stopping_rule_small_direction_and_minimal_radius():
+    X, y = binary_breast_cancer()
+    model = SCSKernelSVC(C=1.0 / len(y), tol=1e-2, delta_min=1e-3, max_iter=500,
+                         random_state=0).fit(X, y)
+    last = model.history_[-1]
+    assert model.n_iter_ < 500
+    assert last["direction_norm"] < 1e-2 * model.history_[0]["direction_norm"] * 10
+    assert last["delta"] <= 1e-3 + 1e-15
+
+
+def test_euclidean_metric_also_descends():
+    X, y = binary_breast_cancer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(metric="euclidean", max_iter=60, random_state=0).fit(X, y)
+    values = [entry["objective"] for entry in model.history_ if entry["samples"] == len(y)]
+    assert values[-1] < values[0]
+
+
+def test_multiclass_one_vs_rest_and_sparse_input():
     from sklearn.datasets import load_iris
     X, y = load_iris(return_X_y=True)
-    model = SCSKernelSVC(max_iter=200, tol=None, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(max_iter=100, random_state=0).fit(X, y)
+        sparse = SCSKernelSVC(max_iter=100, random_state=0).fit(sp.csr_matrix(X), y)
     assert model.dual_coef_.shape[0] == 3
     assert model.decision_function(X).shape == (150, 3)
     assert np.mean(model.predict(X) == y) > 0.9
+    assert np.mean(sparse.predict(X) == model.predict(X)) > 0.95
 
 
-def test_convergence_warning_and_memory_budget():
+def test_memory_budget_error_names_budget_and_way_out():
     X, y = binary_breast_cancer()
-    with pytest.warns(ConvergenceWarning, match="max_iter"):
-        SCSKernelSVC(max_iter=2, tol=1e-12, random_state=0).fit(X, y)
-    with pytest.raises(MemoryError, match="memory_budget"):
-        SCSKernelSVC(memory_budget=1000).fit(X, y)
+    with pytest.raises(MemoryError, match="max_memory_mb=1 .*max_samples"):
+        SCSKernelSVC(max_samples=5000, max_memory_mb=1).fit(X, y)
+    # float32 halves the matrix: 569^2 * 4 bytes fit in 1.3 MiB, float64 does not
+    with pytest.raises(MemoryError):
+        SCSKernelSVC(max_memory_mb=1.3, max_iter=1).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        small = SCSKernelSVC(max_memory_mb=1.3, kernel_dtype="float32", max_iter=60,
+                             random_state=0).fit(X, y)
+        double = SCSKernelSVC(max_iter=60, random_state=0).fit(X, y)
+    assert small.score(X, y) == pytest.approx(double.score(X, y), abs=0.01)
+    assert small.objective(X, y) == pytest.approx(double.objective(X, y), rel=0.01)
 
 
-@pytest.mark.parametrize("name,value", [("C", -1.0), ("kernel", "sigmoid"),
-                                        ("batch_size", 0), ("sample_growth", 0.5),
-                                        ("bundle_size", 0), ("max_iter", 0)])
-def test_bad_parameters_name_the_parameter(name, value):
+@pytest.mark.parametrize("kernel", ["linear", "poly", "laplacian"])
+def test_other_kernels_fit(kernel):
     X, y = binary_breast_cancer()
-    with pytest.raises(ValueError, match=name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(kernel=kernel, degree=2, coef0=1.0, max_iter=80,
+                             random_state=0).fit(X, y)
+    assert model.score(X, y) > 0.9
+
+
+@pytest.mark.parametrize("name,value,error", [
+    ("C", -1.0, ValueError), ("gamma", 0.0, ValueError), ("gamma", -2.0, ValueError),
+    ("gamma", "wide", ValueError), ("kernel", "sigmoid", ValueError),
+    ("max_samples", 10, ValueError), ("initial_samples", 0, ValueError),
+    ("samples_per_iter", 0, ValueError), ("max_iter", 0, ValueError),
+    ("tol", -1.0, ValueError), ("delta_init", 1e-9, ValueError), ("eta1", 1.0, ValueError),
+    ("eta2", 0.0, ValueError), ("radius_factor", 1.0, ValueError),
+    ("curvature", 0.45, ValueError), ("shortest_step_divisor", 1, ValueError),
+    ("metric", "cosine", ValueError), ("kernel_dtype", "int8", ValueError),
+    ("max_memory_mb", 0.0, ValueError),
+])
+def test_bad_parameters_name_the_parameter(name, value, error):
+    X, y = binary_breast_cancer()
+    with pytest.raises(error, match=name):
         SCSKernelSVC(**{name: value}).fit(X[:40], y[:40])
 
 
@@ -81,3 +308,32 @@ def test_bad_data():
         SCSKernelSVC().fit(bad, y[:40])
     with pytest.raises(ValueError, match="only one class"):
         SCSKernelSVC().fit(X[:40], np.ones(40))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        SCSKernelSVC().fit(X[:40], y[:39])
+    with pytest.raises(ValueError, match="0 sample"):
+        SCSKernelSVC().fit(X[:0], y[:0])
+
+
+@parametrize_with_checks(
+    [SCSKernelSVC(max_iter=30, initial_samples=20, samples_per_iter=10, random_state=0)],
+    expected_failed_checks=lambda estimator: {
+        "check_sample_weight_equivalence_on_dense_data": "random sample S_k differs",
+        "check_sample_weight_equivalence_on_sparse_data": "random sample S_k differs",
+    })
+def test_sklearn_contract(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+def test_benchmark_smoke_writes_tables_and_figure(tmp_path):
+    from stochsvm.bench import scs as benchmark
+
+    report = benchmark.run(False, tmp_path, smoke=True, log=lambda message: None)
+    for suffix in ("json", "csv", "md", "png"):
+        assert (tmp_path / f"scs_paper_smoke.{suffix}").stat().st_size > 0
+    rows = {(row["dataset"], row["method"]): row for row in report["summary"]}
+    assert rows[("breast cancer", "SCS")]["statuses"] == {"ok": 1}
+    assert {"sklearn SVC(rbf)", "Nystroem+LinearSVC", "RBFSampler+SGD", "Wolfe",
+            "kernel Pegasos"} <= {method for _, method in rows}
+    assert set(report["curves"]["breast cancer"]) == {"SCS", "Wolfe", "kernel Pegasos"}

@@ -1,36 +1,105 @@
-"""Kernel functions and kernel blocks under a memory budget.
+r"""Kernel functions and kernel blocks under a memory budget.
 
-A kernel block ``K[i, j] = k(a_i, b_j)`` is computed with vectorized NumPy (BLAS) products:
+A kernel block :math:`K_{ij} = k(a_i, b_j)` is computed with vectorized NumPy (BLAS) products,
+row chunk by row chunk so that the temporaries stay small:
 
-* ``"linear"``: ``k(a, b) = a.b``
-* ``"rbf"``: ``k(a, b) = exp(-gamma ||a - b||^2)`` with ``||a-b||^2 = ||a||^2 + ||b||^2 - 2 a.b``
-* ``"poly"``: ``k(a, b) = (gamma a.b + coef0)^degree``
+* ``"linear"``: :math:`k(a, b) = a^\top b`
+* ``"rbf"``: :math:`k(a, b) = \exp(-\gamma\|a - b\|_2^2)`, with
+  :math:`\|a - b\|^2 = \|a\|^2 + \|b\|^2 - 2a^\top b`
+* ``"laplacian"``: :math:`k(a, b) = \exp(-\gamma\|a - b\|_1)`
+* ``"poly"``: :math:`k(a, b) = (\gamma a^\top b + c_0)^{p}`
 
-``gamma=None`` means ``1 / (n_features * Var(X))`` (scikit-learn's ``"scale"``).
+``gamma="scale"`` (or ``None``) means :math:`1 / (d\,\mathrm{Var}(X))` and ``gamma="auto"``
+means :math:`1/d`, as in scikit-learn's ``SVC``.
+
+Memory: a block of ``n_rows x n_columns`` numbers of ``dtype`` must fit in ``max_memory_mb``
+mebibytes; otherwise :func:`kernel_block` raises ``MemoryError`` naming the budget and the way
+out, before anything is allocated.
 """
 
 from __future__ import annotations
+
+import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from .validation import check_choice
 
-__all__ = ["KERNELS", "resolve_gamma", "kernel_block", "check_kernel_budget"]
+__all__ = [
+    "KERNELS",
+    "resolve_gamma",
+    "kernel_block",
+    "check_kernel_budget",
+    "check_memory_budget",
+    "resolve_kernel_dtype",
+]
 
-KERNELS = ("linear", "rbf", "poly")
+KERNELS = ("linear", "rbf", "laplacian", "poly")
+
+# rows of A per chunk are chosen so that one chunk's float64 temporaries stay below this size
+_CHUNK_BYTES = 32 * 2**20
 
 
 def resolve_gamma(gamma, X):
-    """Return ``gamma`` or, when ``None``, ``1 / (n_features Var(X))`` (1.0 if Var is 0)."""
-    if gamma is not None:
-        return float(gamma)
-    if sp.issparse(X):
-        mean = np.asarray(X.mean())
-        variance = float(np.asarray(X.multiply(X).mean()) - mean ** 2)
-    else:
-        variance = float(np.var(X))
-    return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+    """Return the kernel width as a float.
+
+    Parameters
+    ----------
+    gamma : float, "scale", "auto" or None
+        A positive number is returned as is; ``"scale"`` and ``None`` give
+        ``1 / (n_features Var(X))`` (1.0 when ``Var(X)`` is 0) and ``"auto"`` gives
+        ``1 / n_features``.
+    X : ndarray or sparse matrix
+        Training data.
+
+    Raises
+    ------
+    ValueError
+        When ``gamma`` is not positive or is an unknown string.
+    """
+    if isinstance(gamma, str):
+        check_choice(gamma, "gamma", ("scale", "auto"))
+        if gamma == "auto":
+            return 1.0 / X.shape[1]
+        gamma = None
+    if gamma is None:
+        if sp.issparse(X):
+            mean = float(np.asarray(X.mean()))
+            variance = float(np.asarray(X.multiply(X).mean())) - mean ** 2
+        else:
+            variance = float(np.var(X))
+        return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
+        raise TypeError(f"gamma={gamma!r} must be a positive number, 'scale' or 'auto'.")
+    if not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"gamma={gamma!r} must be > 0 (or 'scale' / 'auto').")
+    return float(gamma)
+
+
+def resolve_kernel_dtype(dtype):
+    """``"float64"``/``"float32"`` (or the NumPy types) -> the NumPy dtype; else ValueError."""
+    try:
+        resolved = np.dtype(dtype)
+    except TypeError:
+        resolved = None
+    if resolved not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"kernel_dtype={dtype!r} is not valid; choose 'float64' or 'float32'.")
+    return resolved
+
+
+def check_memory_budget(n_bytes, max_memory_mb, what, advice):
+    """Raise ``MemoryError`` when ``n_bytes`` exceed ``max_memory_mb`` mebibytes.
+
+    ``what`` describes the allocation and ``advice`` names the way out; both go in the message.
+    ``max_memory_mb=None`` disables the check.
+    """
+    if max_memory_mb is None:
+        return
+    if n_bytes > max_memory_mb * 2**20:
+        raise MemoryError(
+            f"{what} needs {n_bytes / 2**20:.1f} MiB, more than max_memory_mb="
+            f"{max_memory_mb:g} MiB. {advice}")
 
 
 def check_kernel_budget(n_rows, n_columns, memory_budget, advice):
@@ -60,18 +129,71 @@ def _squared_norms(A):
     return np.einsum("ij,ij->i", A, A)
 
 
-def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0):
-    """Kernel block ``K[i, j] = k(A_i, B_j)`` as a float64 array of shape (len(A), len(B))."""
-    check_choice(kernel, "kernel", KERNELS)
-    if not sp.issparse(A):
-        A = np.asarray(A, dtype=np.float64)
-    if not sp.issparse(B):
-        B = np.asarray(B, dtype=np.float64)
+def _manhattan(A, B):
+    from sklearn.metrics.pairwise import manhattan_distances
+
+    return np.asarray(manhattan_distances(A, B), dtype=np.float64)
+
+
+def _block(A, B, kernel, gamma, degree, coef0, B_norms):
+    if kernel == "laplacian":
+        return np.exp(-gamma * _manhattan(A, B))
     products = _dot(A, B)
     if kernel == "linear":
         return products
     if kernel == "poly":
         return (gamma * products + coef0) ** degree
-    distances = _squared_norms(A)[:, None] + _squared_norms(B)[None, :] - 2.0 * products
+    distances = _squared_norms(A)[:, None] + B_norms[None, :] - 2.0 * products
     np.maximum(distances, 0.0, out=distances)
-    return np.exp(-gamma * distances)
+    np.multiply(distances, -gamma, out=distances)
+    return np.exp(distances, out=distances)
+
+
+def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.float64,
+                 max_memory_mb=None, out=None, advice="Lower the number of samples per block "
+                 "or raise max_memory_mb."):
+    r"""Kernel block :math:`K_{ij} = k(A_i, B_j)` of shape ``(len(A), len(B))``.
+
+    Parameters
+    ----------
+    A, B : ndarray or CSR matrix
+        Rows to compare (same number of columns).
+    kernel : {"linear", "rbf", "laplacian", "poly"}
+    gamma : float
+        Kernel width (already resolved, see :func:`resolve_gamma`).
+    degree, coef0 : float
+        Parameters of ``"poly"``.
+    dtype : float64 or float32
+        Type of the returned block (computations are done in float64).
+    max_memory_mb : float or None
+        Budget for the returned block in mebibytes; ``None`` means no limit.
+    out : ndarray or None
+        Where to write the block (shape ``(len(A), len(B))``); it may be a view into a larger
+        preallocated matrix.
+    advice : str
+        The way out, appended to the ``MemoryError`` message.
+
+    Returns
+    -------
+    ndarray
+        The block (``out`` when given). It is filled in chunks of rows of ``A`` so that the
+        float64 temporaries of one chunk stay below 32 MiB.
+    """
+    check_choice(kernel, "kernel", KERNELS)
+    dtype = np.dtype(dtype)
+    n_rows, n_columns = A.shape[0], B.shape[0]
+    if out is None:
+        check_memory_budget(float(dtype.itemsize) * n_rows * n_columns, max_memory_mb,
+                            f"A {n_rows} x {n_columns} kernel block", advice)
+        out = np.empty((n_rows, n_columns), dtype=dtype)
+    if not sp.issparse(A):
+        A = np.asarray(A, dtype=np.float64)
+    if not sp.issparse(B):
+        B = np.asarray(B, dtype=np.float64)
+    B_norms = _squared_norms(B) if kernel == "rbf" else None
+    width = max(A.shape[1], n_columns, 1) if kernel == "laplacian" else max(n_columns, 1)
+    chunk = max(1, int(_CHUNK_BYTES // (8 * 2 * width)))
+    for start in range(0, n_rows, chunk):
+        stop = min(n_rows, start + chunk)
+        out[start:stop] = _block(A[start:stop], B, kernel, gamma, degree, coef0, B_norms)
+    return out

@@ -1,0 +1,180 @@
+r"""Direction finding and line search shared by the conjugate subgradient solvers.
+
+Both :class:`~stochsvm.kernel.SCSKernelSVC` (Alg. 1 of the SCS paper) and
+:class:`~stochsvm.kernel.WolfeKernelSVC` (Wolfe's deterministic method) minimize, along a
+direction :math:`d` from a point :math:`a`, the one-dimensional function
+
+.. math::
+
+    \varphi(t) = f(a + t d) = \tfrac12 (a + td)^\top Q (a + td)
+                 + \sum_i c_i \max(0, 1 - y_i (Qa)_i - t\, y_i (Qd)_i),
+
+a convex piecewise quadratic. With the products :math:`Qa, Qd` at hand one value or slope costs
+O(|S|): the line search never touches the kernel matrix.
+
+*Direction* (eq. (5)): the minimum-norm point of the segment :math:`[-d_{k-1}, g_k]`,
+
+.. math::
+
+    \lambda^* = \operatorname{clip}\Big(\frac{\langle g, g - u\rangle}{\|g - u\|^2}, 0, 1\Big),
+    \qquad u = -d_{k-1},\qquad d_k = -\big(\lambda^* u + (1 - \lambda^*) g\big).
+
+*Step* (Alg. 2, eq. (6)): with :math:`m_1 > m_2` and :math:`g(t)` the subgradient at
+:math:`a + td` whose hinge terms are active where the margin is :math:`< 1`,
+
+.. math::
+
+    L &= \{t > 0 : \varphi(t) - \varphi(0) \le -m_1 \|d\|^2 t\},\\
+    R &= \{t > 0 : 0 > \langle g(t), d\rangle \ge -m_2 \|d\|^2\},
+
+and :math:`\langle g(t), d\rangle = \varphi'(t)` (the same number in the Euclidean and in the
+kernel metric). A point outside :math:`L \cup R` is either beyond the sufficient-decrease line
+or past the minimizer (:math:`\varphi'(t) \ge 0`); Alg. 2 treats it, as it treats
+:math:`R \setminus L`, as a step that is too long.
+"""
+
+from __future__ import annotations
+
+import numba
+
+__all__ = ["line_search", "minimum_norm_weight", "line_values"]
+
+# outcome codes of line_search (also stored in history_)
+STEP_IN_L_AND_R, STEP_CAPPED, STEP_ZERO, STEP_BISECTION_LIMIT = 0, 1, 2, 3
+
+
+def minimum_norm_weight(uu, ug, gg):
+    r"""Closed form of eq. (5): :math:`\arg\min_{\lambda\in[0,1]}\|\lambda u + (1-\lambda)g\|^2`.
+
+    Parameters
+    ----------
+    uu, ug, gg : float
+        Inner products :math:`\langle u, u\rangle, \langle u, g\rangle, \langle g, g\rangle`
+        in the metric of the method.
+
+    Returns
+    -------
+    float
+        :math:`\lambda^* = \operatorname{clip}((gg - ug) / (uu - 2ug + gg), 0, 1)`; 0 when
+        :math:`u = g`.
+    """
+    denominator = uu - 2.0 * ug + gg
+    if not denominator > 0.0:
+        return 0.0
+    return min(1.0, max(0.0, (gg - ug) / denominator))
+
+
+@numba.njit(cache=True, inline="always")
+def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
+    """``phi(t) - aQa/2`` and ``phi'(t)`` (hinge active where the margin is < 1)."""
+    value = t * d_Q_a + 0.5 * t * t * d_Q_d
+    slope = d_Q_a + t * d_Q_d
+    for i in range(margins.shape[0]):
+        margin = margins[i] + t * step_margins[i]
+        if margin < 1.0:
+            value += costs[i] * (1.0 - margin)
+            slope -= costs[i] * step_margins[i]
+    return value, slope
+
+
+@numba.njit(cache=True)
+def line_values(t, margins, step_margins, costs, d_Q_a, d_Q_d):
+    """``(phi(t) - a^T Q a / 2, phi'(t))``: the compiled evaluation used by the line search."""
+    return _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
+
+
+@numba.njit(cache=True)
+def line_search(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_start, t_low,
+                t_high, m1, m2, max_halvings):
+    r"""Alg. 2 of the SCS paper (Wolfe's line search with the radius bounds of SCS).
+
+    Parameters
+    ----------
+    margins, step_margins : ndarray
+        :math:`y_i (Qa)_i` and :math:`y_i (Qd)_i` over the sample.
+    costs : ndarray
+        Hinge weights :math:`c_i`.
+    d_Q_a, d_Q_d : float
+        :math:`d^\top Q a` and :math:`d^\top Q d`.
+    squared_norm : float
+        :math:`\|d\|^2` in the metric of the method.
+    t_start : float
+        First trial step (step 2 of Alg. 2).
+    t_low, t_high : float
+        Steps with :math:`t < t_{low}` (:math:`t\|d\| < b = \delta/n`) end the search with
+        :math:`t = 0` (step 11); doubling stops before :math:`t > t_{high}`
+        (:math:`t\|d\| > \delta`) and returns the last step (step 4).
+    m1, m2 : float
+        Sufficient decrease and curvature constants, :math:`m_2 < m_1`.
+    max_halvings : int
+        Bound on the bisection steps 6-8 and on the doublings; when reached, the left end of
+        the bracket (a point of :math:`L`) is returned.
+
+    Returns
+    -------
+    step : float
+        A step in :math:`L \cap R`, a step of :math:`L` capped by :math:`t_{high}`, or 0.
+    last_trial : float
+        The last step evaluated (Wolfe's null step: the point whose subgradient enriches the
+        next direction when ``step == 0``).
+    outcome : int
+        0: :math:`t \in L\cap R`; 1: capped by :math:`t_{high}`; 2: :math:`t = 0`;
+        3: bisection limit reached.
+    """
+    base, _ = _value_and_slope(0.0, margins, step_margins, costs, d_Q_a, d_Q_d)
+    decrease = m1 * squared_norm
+    curvature = -m2 * squared_norm
+    # classify(t): 0 = in L and R, 1 = in L \ R with phi' < -m2||d||^2 (too short),
+    #              2 = too long (not in L, or past the minimizer)
+    t = t_start
+    value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
+    in_l = value - base <= -decrease * t
+    if in_l and 0.0 > slope >= curvature:
+        return t, t, 0
+    lower = 0.0
+    upper = 0.0
+    if in_l and slope < curvature:
+        # step 3: double until t in R or t||d|| > delta
+        bracketed = False
+        for _ in range(max_halvings):
+            trial = 2.0 * t
+            if trial > t_high:
+                return t, trial, 1  # step 4: return t/2 of the doubled step
+            value, slope = _value_and_slope(trial, margins, step_margins, costs, d_Q_a,
+                                            d_Q_d)
+            in_l = value - base <= -decrease * trial
+            if in_l and 0.0 > slope >= curvature:
+                return trial, trial, 0  # step 5
+            if not in_l or slope >= 0.0:
+                lower, upper = t, trial  # I = [t/2, t] of the doubled t
+                bracketed = True
+                break
+            t = trial
+        if not bracketed:
+            return t, t, 3
+    else:
+        # step 9: halve until t in L or t||d|| < b (a point of L past the minimizer,
+        # phi'(t) >= 0, is too long like the points of R \ L: halving continues)
+        while True:
+            t = 0.5 * t
+            if t < t_low:
+                return 0.0, t, 2  # step 11
+            value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
+            in_l = value - base <= -decrease * t
+            if in_l and 0.0 > slope >= curvature:
+                return t, t, 0  # step 10
+            if in_l and slope < curvature:
+                lower, upper = t, 2.0 * t  # I = [t, 2t], step 12
+                break
+    # steps 6-8: bisection of I while t not in L and R
+    for _ in range(max_halvings):
+        t = 0.5 * (lower + upper)
+        value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
+        in_l = value - base <= -decrease * t
+        if in_l and 0.0 > slope >= curvature:
+            return t, t, 0
+        if in_l and slope < curvature:
+            lower = t  # too short: right half
+        else:
+            upper = t  # too long: left half
+    return lower, t, 3

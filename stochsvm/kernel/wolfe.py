@@ -1,0 +1,189 @@
+r"""WolfeKernelSVC: Wolfe's deterministic conjugate subgradient method on the full sample.
+
+Wolfe, "A method of conjugate subgradients for minimizing nondifferentiable functions",
+Math. Programming Study 3, 1975 -- the deterministic benchmark of the SCS paper (Table 1).
+
+It minimizes the full-sample objective (eq. (2) with scikit-learn's ``C``)
+
+.. math::
+
+    F(a) = \tfrac12 a^\top K a + C\sum_{i=1}^m s_i\max(0, 1 - y_i (Ka)_i)
+
+with the full kernel matrix :math:`K` in memory: at iteration k,
+:math:`g_k \in \partial F(a_{k-1})`, :math:`d_k = -Nr\{-d_{k-1}, g_k\}` (eq. (5), closed form),
+and a step :math:`t_k \in L \cap R` (eq. (6), Alg. 2 without the trust radius: the first trial
+is the previous step, doubling is bounded only far away). When the line search ends with
+:math:`t = 0` (a null step) the next subgradient is taken at its last trial point, which
+shortens the next direction (Wolfe's rule); a direction shorter than :math:`\varepsilon` that
+was built from such information is reset to :math:`-g` at the current point. It stops when
+:math:`\|d_k\| < \varepsilon\|g_0\|` (``tol``).
+
+Norms are those of :math:`\beta = \sum_j a_j\phi(x_j)` (``metric="rkhs"``) or of
+:math:`a` (``metric="euclidean"``), as in :class:`~stochsvm.kernel.SCSKernelSVC`.
+
+The kernel matrix costs :math:`8m^2` bytes (float64); beyond ``max_memory_mb`` the fit is
+refused with a ``MemoryError`` that points to :class:`~stochsvm.kernel.SCSKernelSVC`, which
+grows a sample instead.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .._core.monitor import TrainingMonitor
+from .._core.validation import check_choice, check_positive, check_positive_int
+from ._base import BaseKernelClassifier, check_gram_budget, matvec
+from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
+
+__all__ = ["WolfeKernelSVC"]
+
+_MAX_HALVINGS = 40
+
+
+class WolfeKernelSVC(BaseKernelClassifier):
+    r"""Kernel SVM (no bias) by Wolfe's deterministic conjugate subgradient method.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Weight of the hinge sum, as in ``sklearn.svm.SVC`` (the SCS paper's eq. (2) is
+        ``C = 1 / n_samples``).
+    kernel : {"rbf", "laplacian", "poly", "linear"}, default="rbf"
+    gamma : float, "scale" or "auto", default="scale"
+    degree : float, default=3
+    coef0 : float, default=0.0
+    tol : float, default=1e-4
+        Stop when :math:`\|d_k\| < \text{tol}\,\|g_0\|`.
+    max_iter : int, default=1000
+    sufficient_decrease, curvature : float, default=0.4, 0.3
+        :math:`m_1 > m_2` of the line search.
+    metric : {"rkhs", "euclidean"}, default="rkhs"
+    kernel_dtype : {"float64", "float32"}, default="float64"
+    max_memory_mb : float, default=2048
+        Budget for the full kernel matrix, in mebibytes.
+    random_state : None
+        Unused (the method is deterministic); kept for a uniform interface.
+    verbose : int, default=0
+    callback : callable or None, default=None
+        Called after every iteration with the record plus ``"coefficients"``.
+
+    Attributes
+    ----------
+    classes_, support_, support_vectors_, dual_coef_, n_iter_, n_features_in_
+        As in :class:`~stochsvm.kernel.SCSKernelSVC`.
+    history_ : list of dict
+        ``iteration``, ``objective`` (:math:`F(a_k)`), ``direction_norm``, ``step``,
+        ``seconds``, ``problem``.
+    """
+
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tol=1e-4,
+                 max_iter=1000, sufficient_decrease=0.4, curvature=0.3, metric="rkhs",
+                 kernel_dtype="float64", max_memory_mb=2048, random_state=None, verbose=0,
+                 callback=None):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.tol = tol
+        self.max_iter = max_iter
+        self.sufficient_decrease = sufficient_decrease
+        self.curvature = curvature
+        self.metric = metric
+        self.kernel_dtype = kernel_dtype
+        self.max_memory_mb = max_memory_mb
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def _resolve_parameters(self, n_samples):
+        self._tol = check_positive(self.tol, "tol")
+        self._max_iter = check_positive_int(self.max_iter, "max_iter")
+        self._m1 = check_positive(self.sufficient_decrease, "sufficient_decrease")
+        self._m2 = check_positive(self.curvature, "curvature")
+        if not self._m2 < self._m1 < 1.0:
+            raise ValueError(
+                f"the line search needs curvature < sufficient_decrease < 1; got "
+                f"sufficient_decrease={self.sufficient_decrease!r}, curvature="
+                f"{self.curvature!r}.")
+        self._metric = check_choice(self.metric, "metric", ("rkhs", "euclidean"))
+        check_gram_budget(
+            n_samples, n_samples, self._kernel_dtype, self._max_memory_mb,
+            f"WolfeKernelSVC's full kernel matrix for {n_samples} samples",
+            "Wolfe's method needs the whole kernel matrix: use SCSKernelSVC (adaptive "
+            "sampling, bounded by max_samples) for data of this size, or raise max_memory_mb.")
+
+    def _fit_binary(self, X, signs, weights, rng, index):
+        n = X.shape[0]
+        euclidean = self._metric == "euclidean"
+        gram = self._kernel(X, X)
+        costs = self._C * weights
+        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                  label=f"WolfeKernelSVC[{index}] ")
+
+        def inner(x, q_x, z, q_z):
+            return float(x @ z) if euclidean else float(x @ q_z)
+
+        def subgradient(point, q_point):
+            v = np.where(signs * q_point < 1.0, costs * signs, 0.0)
+            g = point - v
+            q_g = q_point - matvec(gram, v)
+            if euclidean:
+                g = q_g
+                q_g = matvec(gram, g)
+            return g, q_g
+
+        a = np.zeros(n)
+        q_a = np.zeros(n)
+        g, q_g = subgradient(a, q_a)
+        d, q_d = -g, -q_g
+        scale = np.sqrt(max(inner(g, q_g, g, q_g), 0.0)) or 1.0
+        epsilon = self._tol * scale
+        previous_step_length = 1e-2 * scale  # t ||d|| of the first trial
+        null_step = 0.0
+        converged = False
+        iteration = 0
+        for iteration in range(1, self._max_iter + 1):
+            if null_step > 0.0:
+                g, q_g = subgradient(a + null_step * d, q_a + null_step * q_d)
+            else:
+                g, q_g = subgradient(a, q_a)
+            u, q_u = -d, -q_d
+            weight = minimum_norm_weight(inner(u, q_u, u, q_u), inner(u, q_u, g, q_g),
+                                         inner(g, q_g, g, q_g))
+            d = -(weight * u + (1.0 - weight) * g)
+            q_d = -(weight * q_u + (1.0 - weight) * q_g)
+            norm = np.sqrt(max(inner(d, q_d, d, q_d), 0.0))
+            if norm < epsilon and (null_step > 0.0 or weight > 0.0):
+                # Wolfe's reset: restart from a subgradient at the current point
+                if null_step > 0.0:
+                    g, q_g = subgradient(a, q_a)
+                d, q_d = -g, -q_g
+                norm = np.sqrt(max(inner(g, q_g, g, q_g), 0.0))
+            if norm < epsilon:
+                converged = True
+            step, outcome = 0.0, STEP_ZERO
+            if norm > 0.0 and not converged:
+                step, last_trial, outcome = line_search(
+                    signs * q_a, signs * q_d, costs, float(d @ q_a), float(d @ q_d),
+                    norm * norm, previous_step_length / norm, 1e-12 * scale / norm,
+                    1e6 * scale / norm, self._m1, self._m2, _MAX_HALVINGS)
+                null_step = last_trial if step == 0.0 else 0.0
+                if step > 0.0:
+                    a = a + step * d
+                    q_a = q_a + step * q_d
+                    previous_step_length = step * norm
+            value = 0.5 * float(a @ q_a) + float(costs @ np.maximum(0.0, 1.0 - signs * q_a))
+            record = {"iteration": iteration, "objective": value,
+                      "direction_norm": float(norm), "step": float(step),
+                      "line_search": int(outcome)}
+            model = {"coefficients": a.copy()} if self.callback is not None else None
+            if monitor.record(record, model) or converged:
+                break
+        if not converged and monitor.stopped_by is None:
+            warnings.warn(f"WolfeKernelSVC stopped at max_iter={self._max_iter} before "
+                          "||d_k|| < tol ||g_0||; raise max_iter or tol.", ConvergenceWarning)
+        return a, monitor.history, iteration

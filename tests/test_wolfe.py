@@ -1,0 +1,93 @@
+"""Tests of WolfeKernelSVC (Wolfe's deterministic conjugate subgradient method)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from stochsvm.kernel import WolfeKernelSVC
+
+from .reference import binary_breast_cancer, binary_digits
+from .reference_kernel import exact_rbf_optimum
+
+
+@pytest.mark.parametrize("name,loader", [("breast_cancer", binary_breast_cancer),
+                                         ("digits", binary_digits)])
+def test_within_one_percent_of_exact_optimum_at_c_one(name, loader):
+    X, y = loader()
+    _, primal, _ = exact_rbf_optimum(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = WolfeKernelSVC(C=1.0, max_iter=200).fit(X, y)
+    value = model.objective(X, y)
+    assert primal * (1 - 1e-9) <= value <= 1.01 * primal
+    # the recorded objective is the full-sample objective, and it ends at the model's value
+    assert model.history_[-1]["objective"] == pytest.approx(value, rel=1e-9)
+
+
+def test_eq2_closed_form_at_c_equal_one_over_m():
+    X, y = binary_breast_cancer()
+    X, y = X[:150], y[:150]
+    m = len(y)
+    model = WolfeKernelSVC(C=1.0 / m, tol=1e-8, max_iter=200).fit(X, y)
+    coefficients = np.zeros(m)
+    coefficients[model.support_] = model.dual_coef_[0]
+    np.testing.assert_allclose(coefficients, y / m, rtol=0, atol=1e-6 / m)
+
+
+def test_deterministic_and_monotone():
+    X, y = binary_breast_cancer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        first = WolfeKernelSVC(max_iter=50, random_state=0).fit(X, y)
+        second = WolfeKernelSVC(max_iter=50, random_state=1).fit(X, y)
+    np.testing.assert_array_equal(first.dual_coef_, second.dual_coef_)
+    values = np.array([entry["objective"] for entry in first.history_])
+    assert np.all(np.diff(values) <= 1e-9 * values[0])  # steps only in L: never an increase
+
+
+def test_refuses_data_beyond_its_budget_and_points_to_scs():
+    X, y = binary_digits()
+    with pytest.raises(MemoryError, match="max_memory_mb=10 .*SCSKernelSVC"):
+        WolfeKernelSVC(max_memory_mb=10).fit(X, y)
+
+
+def test_convergence_warning():
+    X, y = binary_breast_cancer()
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        WolfeKernelSVC(max_iter=3).fit(X, y)
+
+
+@pytest.mark.parametrize("name,value", [("C", 0.0), ("gamma", -1.0), ("kernel", "cosine"),
+                                        ("tol", 0.0), ("max_iter", 0), ("curvature", 0.5),
+                                        ("metric", "l1")])
+def test_bad_parameters_name_the_parameter(name, value):
+    X, y = binary_breast_cancer()
+    with pytest.raises(ValueError, match=name):
+        WolfeKernelSVC(**{name: value}).fit(X[:40], y[:40])
+
+
+def test_bad_data():
+    X, y = binary_breast_cancer()
+    bad = X[:40].copy()
+    bad[3, 2] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        WolfeKernelSVC().fit(bad, y[:40])
+    with pytest.raises(ValueError, match="only one class"):
+        WolfeKernelSVC().fit(X[:40], np.zeros(40))
+
+
+# Repeated samples and integer weights define the same optimum, but the subgradient iterates
+# (and so the model reached at max_iter / tol) differ.
+@parametrize_with_checks(
+    [WolfeKernelSVC(max_iter=100)],
+    expected_failed_checks=lambda estimator: {
+        "check_sample_weight_equivalence_on_dense_data": "same optimum, different iterates",
+        "check_sample_weight_equivalence_on_sparse_data": "same optimum, different iterates",
+    })
+def test_sklearn_contract(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
