@@ -1,0 +1,205 @@
+r"""Random Fourier features, generated block by block from ``(seed, block index)``.
+
+By Bochner's theorem a shift-invariant kernel is an expectation over random frequencies,
+:math:`k(x, x') = E_{\omega, b}[2 \cos(\omega^T x + b) \cos(\omega^T x' + b)]` with
+:math:`b \sim U[0, 2\pi]` (eq. (2) of the TSGS3VM paper; Rahimi & Recht 2008):
+
+* ``"rbf"``: :math:`k(x, x') = \exp(-\gamma \|x - x'\|_2^2)`, :math:`\omega \sim N(0, 2\gamma I)`;
+* ``"laplacian"``: :math:`k(x, x') = \exp(-\gamma \|x - x'\|_1)` (as
+  :func:`sklearn.metrics.pairwise.laplacian_kernel`), each :math:`\omega_j` Cauchy with scale
+  :math:`\gamma` (the Fourier transform of :math:`e^{-\gamma |t|}`).
+
+Convention: a block of ``m`` features maps :math:`x` to
+:math:`\phi(x) = \sqrt{2/m}\, \cos(\Omega^T x + b) \in \mathbb R^m`, so that
+:math:`\phi(x)^T \phi(x') \approx k(x, x')` with error :math:`O(1/\sqrt m)`.
+
+Block ``i`` of a stream with seed ``s`` is drawn from ``numpy.random.default_rng((s, i))``
+(a :class:`numpy.random.SeedSequence` with entropy ``(s, i)``): any block can be regenerated
+bit for bit, alone and in any order, from two integers. This is what lets TSGS3VM keep a model
+of O(T m) numbers (coefficients plus one seed) instead of the frequencies (Alg. 2 of the
+TSGS3VM paper). Frequencies are drawn in float64 and cast when float32 is asked for.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .validation import check_choice, check_positive, check_positive_int
+
+__all__ = [
+    "RANDOM_FEATURE_KERNELS",
+    "draw_seed",
+    "feature_block",
+    "feature_blocks",
+    "transform_block",
+    "cosine_feature_scores",
+    "RandomFourierFeatures",
+]
+
+RANDOM_FEATURE_KERNELS = ("rbf", "laplacian")
+
+def draw_seed(random_state):
+    """One non-negative 63-bit integer seed drawn from a scikit-learn ``random_state``."""
+    rng = check_random_state(random_state)
+    return int(rng.randint(0, 2**31 - 1)) * (2**31) + int(rng.randint(0, 2**31 - 1))
+
+
+def feature_block(seed, block_index, n_features, n_components, gamma, kernel="rbf",
+                  dtype=np.float64):
+    r"""Frequencies and phases of one block of random Fourier features.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the stream (non-negative).
+    block_index : int
+        Index of the block in the stream (non-negative).
+    n_features : int
+        Input dimension ``d``.
+    n_components : int
+        Features per block ``m``.
+    gamma : float
+        Kernel width (see the module docstring).
+    kernel : {"rbf", "laplacian"}
+    dtype : float64 or float32
+
+    Returns
+    -------
+    omega : ndarray of shape (n_features, n_components)
+    offset : ndarray of shape (n_components,)
+        Phases, uniform on :math:`[0, 2\pi)`.
+    """
+    generator = np.random.default_rng((int(seed), int(block_index)))
+    if kernel == "rbf":
+        omega = generator.standard_normal((n_features, n_components))
+        omega *= math.sqrt(2.0 * gamma)
+    elif kernel == "laplacian":
+        omega = generator.standard_cauchy((n_features, n_components))
+        omega *= gamma
+    else:
+        check_choice(kernel, "kernel", RANDOM_FEATURE_KERNELS)
+    offset = generator.uniform(0.0, 2.0 * np.pi, n_components)
+    return omega.astype(dtype, copy=False), offset.astype(dtype, copy=False)
+
+
+def feature_blocks(seed, block_indices, n_features, n_components, gamma, kernel="rbf",
+                   dtype=np.float64):
+    """Blocks ``block_indices`` stacked side by side: omega (d, len * m), offset (len * m,)."""
+    blocks = [feature_block(seed, index, n_features, n_components, gamma, kernel, dtype)
+              for index in block_indices]
+    if not blocks:
+        return np.empty((n_features, 0), dtype=dtype), np.empty(0, dtype=dtype)
+    return (np.concatenate([omega for omega, _ in blocks], axis=1),
+            np.concatenate([offset for _, offset in blocks]))
+
+
+def _project(X, omega):
+    product = X @ omega
+    if sp.issparse(product):
+        product = product.toarray()
+    return np.asarray(product)
+
+
+def transform_block(X, omega, offset, n_components=None):
+    r"""Features :math:`\sqrt{2/m} \cos(X \Omega + b)` of dense or CSR ``X``; ``m`` is
+    ``n_components`` (the block size) or, by default, the number of columns of ``omega``."""
+    m = omega.shape[1] if n_components is None else n_components
+    features = _project(X, omega)
+    features += offset
+    np.cos(features, out=features)
+    features *= np.sqrt(2.0 / m).astype(features.dtype)
+    return features
+
+
+@numba.njit(cache=True)
+def cosine_feature_scores(projections, offset, coefficients, out):
+    r"""``out[r] += sum_j coefficients[j] cos(projections[r, j] + offset[j])``.
+
+    The inner product of cosine features with a coefficient vector, without the
+    ``rows x features`` cosine matrix that ``np.cos(P + b) @ a`` would allocate.
+    Twin: :func:`tests.reference_semi.cosine_feature_scores_reference`.
+    """
+    n_rows, n_columns = projections.shape
+    for row in range(n_rows):
+        total = 0.0
+        for column in range(n_columns):
+            total += coefficients[column] * math.cos(projections[row, column] + offset[column])
+        out[row] += total
+    return out
+
+
+class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    r"""Random Fourier features for the rbf and laplacian kernels.
+
+    A drop-in for :class:`sklearn.kernel_approximation.RBFSampler` (same parameters and fitted
+    attributes ``random_weights_``, ``random_offset_``) that also covers the laplacian kernel
+    and whose frequencies come from the reproducible block stream of this module:
+    :math:`z(x) = \sqrt{2/m} \cos(\Omega^T x + b)`, :math:`z(x)^T z(x') \approx k(x, x')`.
+
+    Parameters
+    ----------
+    gamma : float or "scale", default=1.0
+        Kernel width: ``exp(-gamma ||x - x'||_2^2)`` (rbf) or ``exp(-gamma ||x - x'||_1)``
+        (laplacian). ``"scale"`` uses ``1 / (n_features X.var())``.
+    n_components : int, default=100
+        Number of features ``m``.
+    random_state : int, RandomState instance or None, default=None
+    kernel : {"rbf", "laplacian"}, default="rbf"
+
+    Attributes
+    ----------
+    random_weights_ : ndarray of shape (n_features, n_components)
+    random_offset_ : ndarray of shape (n_components,)
+    seed_ : int
+        Seed of the block stream (block 0 holds the features).
+    n_features_in_ : int
+    """
+
+    def __init__(self, *, gamma=1.0, n_components=100, random_state=None, kernel="rbf"):
+        self.gamma = gamma
+        self.n_components = n_components
+        self.random_state = random_state
+        self.kernel = kernel
+
+    def fit(self, X, y=None):
+        """Draw the frequencies for the width of ``X`` (only its shape and, for
+        ``gamma="scale"``, its variance are used)."""
+        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32))
+        check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
+        n_components = check_positive_int(self.n_components, "n_components")
+        if isinstance(self.gamma, str):
+            from .kernels import resolve_gamma
+
+            if self.gamma != "scale":
+                raise ValueError(f"gamma={self.gamma!r} is not valid; use 'scale' or a float > 0.")
+            self._gamma = resolve_gamma(None, X)
+        else:
+            self._gamma = check_positive(self.gamma, "gamma")
+        self.seed_ = draw_seed(self.random_state)
+        self.random_weights_, self.random_offset_ = feature_block(
+            self.seed_, 0, X.shape[1], n_components, self._gamma, self.kernel, X.dtype)
+        self._n_features_out = n_components
+        return self
+
+    def transform(self, X):
+        """Features of ``X``, shape (n_samples, n_components), in the dtype of ``X``."""
+        check_is_fitted(self, "random_weights_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32),
+                          reset=False)
+        omega = self.random_weights_.astype(X.dtype, copy=False)
+        offset = self.random_offset_.astype(X.dtype, copy=False)
+        return transform_block(X, omega, offset)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+

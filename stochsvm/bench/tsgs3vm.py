@@ -1,0 +1,659 @@
+r"""Re-run the experiments of the TSGS3VM paper (Fig. 2 and Fig. 3) with scikit-learn peers.
+
+Geng et al., "Scalable Semi-Supervised SVM via Triply Stochastic Gradients", IJCAI 2019:
+training time against training size (Fig. 2, log-log) and test accuracy over trials with 200
+labeled points and the rest unlabeled (Fig. 3), for TSGS3VM, its baselines FRS3VM, BGS3VM,
+CCCPTSVM (BLS3VM) and SelfLabelingTSVM (S3VMlight), and scikit-learn's ``LabelSpreading``,
+``SelfTrainingClassifier(SVC)``, ``SVC`` on the 200 labeled points (lower bound) and ``SVC`` on
+all labels (upper bound) side by side in the same run.
+
+Run::
+
+    python benchmarks/tsgs3vm_paper.py            # full run, about 20 minutes on 2 cores
+    python benchmarks/tsgs3vm_paper.py --quick    # smoke test, under 2 minutes
+
+or ``stochsvm.bench.tsgs3vm.run(quick, out_dir)``, which returns the report (the dict written
+to ``tsgs3vm_paper[_quick].json``).
+
+Protocol
+--------
+* Labels: 200 labeled training points per trial (stratified, ``make_semi_supervised`` with the
+  trial's seed), every other training point unlabeled (``y == -1``); accuracy on a held-out
+  test set. Fig. 3: medians and [min, max] over the seeds (10 at the small size and 3 at
+  ``n = 20000`` in the full run, to fit its time budget).
+* Hyper-parameters: each library's defaults, the same rule for everyone (no grid search):
+  ours ``C=1``, ``C_star = C n_l / n_u``, ``gamma="scale"``; scikit-learn's ``SVC`` defaults
+  (``C=1``, ``gamma="scale"``); ``LabelSpreading(kernel="knn")`` (its default RBF kernel with
+  ``gamma=20`` builds the dense ``n x n`` affinity, impossible beyond a few 10^4 points);
+  ``SelfTrainingClassifier(SVC(probability=True))`` (it needs probabilities) with its default
+  threshold 0.75 and at most 10 rounds.
+* Paper settings: BGS3VM with budgets :math:`B_l = 100`, :math:`B_u = 0.2 n_u` and one pass;
+  TSGS3VM and FRS3VM with their defaults (one pass / the FRS3VM default passes); the exact
+  references only up to their ``max_samples`` (5000).
+* Time limit: every run, ours and the peers, gets the same wall-clock limit (``time_limit``
+  seconds, killed at ``time_limit + grace``); ours are stopped cleanly at the first record past
+  the limit (status ``stopped_at_time_limit``), a peer past ``time_limit + grace`` is killed
+  (``timed_out``). In Fig. 2 a method that did not finish at one size is not run at larger
+  sizes. Timings include everything ``fit`` does; prediction is not timed. One run at a time
+  per core (``workers``), one BLAS thread per run.
+* Fig. 2 data: generated cluster-structured data (:func:`generated_clusters`), ``d = 20``,
+  ``n`` up to 10^6 (full); the growth exponent is the least-squares slope of
+  ``log seconds`` on ``log n`` over the finished sizes.
+* Fig. 3 data: the same generator and the two binary Fashion-MNIST tasks (T-shirt vs Shirt;
+  tops = T-shirt, Pullover, Coat, Shirt vs the rest), pixels in [0, 1]; without the
+  Fashion-MNIST files (``/usr/share/datasets/fashion-mnist`` or ``$STOCHSVM_FASHION_MNIST``) they
+  are left out with a printed note. Two sizes: ``small_size`` training points (every method,
+  exact references included; generated and T-shirt vs Shirt) and, in the full run,
+  ``target_size`` = 20000 (scalable methods and peers; generated and tops vs rest) for the
+  issue's targets. Estimated full-run time on 2 cores: Fig. 2 about 6 minutes, Fig. 3 about
+  7 minutes at the small size and 10 at 20000 (most of it the peers and BGS3VM running into
+  the 45 s limit).
+* Memory: ``peak_memory_bytes`` is the resident memory a run added at its peak (see
+  :mod:`stochsvm.bench.harness`).
+
+Outputs (``out_dir``): ``tsgs3vm_paper[_quick].json`` (every run), ``.md`` (tables),
+``.png`` (Fig. 2 left, Fig. 3 box plots right).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .harness import jsonable, machine_description, run_tasks
+
+__all__ = ["run", "generated_clusters", "growth_exponents", "scaling_targets",
+           "evaluate_targets", "QUICK", "FULL", "SMOKE"]
+
+QUICK = {
+    "mode": "quick",
+    "n_labeled": 200,
+    "time_limit": 15.0,
+    "grace": 5.0,
+    "workers": 2,
+    "scaling_sizes": (1000, 3000, 8000),
+    "n_features": 20,
+    "test_size": 2000,
+    "small_size": 1200,
+    "small_seeds": (0, 1),
+    "small_tasks": ("generated", "T-shirt vs Shirt"),
+    "target_size": None,
+    "target_seeds": (),
+    "target_tasks": (),
+}
+
+FULL = {
+    "mode": "full",
+    "n_labeled": 200,
+    "time_limit": 45.0,
+    "grace": 10.0,
+    "workers": 2,
+    "scaling_sizes": (2000, 5000, 20000, 100000, 300000, 1000000),
+    "n_features": 20,
+    "test_size": 10000,
+    "small_size": 2000,
+    "small_seeds": tuple(range(10)),
+    "small_tasks": ("generated", "T-shirt vs Shirt"),
+    "target_size": 20000,
+    "target_seeds": (0, 1, 2),
+    "target_tasks": ("generated", "tops vs rest"),
+}
+
+# A seconds-long check of the whole pipeline (tests); its numbers mean nothing.
+SMOKE = {
+    "mode": "smoke",
+    "n_labeled": 40,
+    "time_limit": 20.0,
+    "grace": 5.0,
+    "workers": 1,
+    "scaling_sizes": (200, 400),
+    "n_features": 5,
+    "test_size": 300,
+    "small_size": 300,
+    "small_seeds": (0,),
+    "small_tasks": ("generated",),
+    "target_size": None,
+    "target_seeds": (),
+    "target_tasks": (),
+}
+
+FASHION_TASKS = {
+    "T-shirt vs Shirt": ([0], [6]),
+    "tops vs rest": ([0, 2, 4, 6], [1, 3, 5, 7, 8, 9]),
+}
+
+# Methods whose class lives in this package (the rest are scikit-learn peers).
+OURS = ("TSGS3VM", "FRS3VM", "BGS3VM", "CCCPTSVM", "SelfLabelingTSVM")
+EXACT = ("CCCPTSVM", "SelfLabelingTSVM")
+SEMI_SUPERVISED_PEERS = ("LabelSpreading", "SelfTraining(SVC)")
+
+
+# --------------------------------------------------------------------------------------
+# data
+# --------------------------------------------------------------------------------------
+def generated_clusters(n_samples, n_features=20, seed=0):
+    r"""Cluster-structured binary data: 2 classes x 10 Gaussian clusters each (unit-variance
+    noise around standard-normal centres), so that the classes overlap a little and an SVC on
+    200 labels is clearly below one on all labels (about 0.86 against 0.94 test accuracy at
+    ``n = 1200``, ``d = 20``).
+
+    The centres are drawn once from ``seed``, so every size is a sample of one distribution.
+    """
+    centres = np.random.default_rng(seed).normal(size=(20, n_features))
+    classes = np.repeat([0, 1], 10)
+    rng = np.random.default_rng(seed + 1)
+    chosen = rng.integers(0, 20, size=n_samples)
+    X = centres[chosen] + rng.normal(size=(n_samples, n_features))
+    return np.ascontiguousarray(X - centres.mean(axis=0)), classes[chosen].astype(np.int64)
+
+
+def _fashion_task(task, limit, seed):
+    from ..datasets import load_fashion_mnist
+
+    positive, negative = FASHION_TASKS[task]
+    out = []
+    for kind, cap in (("train", limit), ("test", None)):
+        X, labels = load_fashion_mnist(kind=kind)
+        keep = np.isin(labels, positive + negative)
+        X, labels = X[keep], labels[keep]
+        if cap is not None and cap < len(labels):
+            chosen = np.sort(np.random.default_rng(seed).choice(len(labels), cap,
+                                                                replace=False))
+            X, labels = X[chosen], labels[chosen]
+        out.append((np.ascontiguousarray(X, dtype=np.float64),
+                    np.isin(labels, positive).astype(np.int64)))
+    return out[0][0], out[0][1], out[1][0], out[1][1]
+
+
+# --------------------------------------------------------------------------------------
+# methods
+# --------------------------------------------------------------------------------------
+def _our_classes():
+    """Importable estimator classes of the package, and notes on the missing ones."""
+    classes, notes = {}, []
+    from ..semi.bgs3vm import BGS3VM
+    from ..semi.tsvm import CCCPTSVM, SelfLabelingTSVM
+
+    classes.update(BGS3VM=BGS3VM, CCCPTSVM=CCCPTSVM, SelfLabelingTSVM=SelfLabelingTSVM)
+    try:
+        from ..semi.tsgs3vm import TSGS3VM
+        classes["TSGS3VM"] = TSGS3VM
+    except ImportError as error:
+        notes.append(f"TSGS3VM skipped: {error}")
+    try:
+        from ..semi.frs3vm import FRS3VM
+        classes["FRS3VM"] = FRS3VM
+    except ImportError as error:
+        notes.append(f"FRS3VM skipped: {error}")
+    return classes, notes
+
+
+def _make(name, seed, classes):
+    """A fresh estimator and how it is trained: ``"semi"`` (all points, ``y == -1``
+    unlabeled), ``"labeled"`` (the labeled points only) or ``"all"`` (every true label)."""
+    from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
+    from sklearn.svm import SVC
+
+    if name == "TSGS3VM":
+        return classes[name](random_state=seed), "semi"
+    if name == "FRS3VM":
+        return classes[name](random_state=seed), "semi"
+    if name == "BGS3VM":
+        return classes[name](random_state=seed, track_objective=False,
+                             record_every=500), "semi"
+    if name in EXACT:
+        return classes[name](), "semi"
+    if name == "LabelSpreading":
+        return LabelSpreading(kernel="knn"), "semi"
+    if name == "SelfTraining(SVC)":
+        return SelfTrainingClassifier(SVC(probability=True, random_state=seed)), "semi"
+    if name == "SVC (labeled only)":
+        return SVC(), "labeled"
+    if name == "SVC (all labels)":
+        return SVC(), "all"
+    raise ValueError(f"unknown method {name!r}")
+
+
+class _TimeLimit:
+    """Callback that stops one of our estimators at the first record past ``limit`` s."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.start = time.perf_counter()
+        self.stopped = False
+
+    def __call__(self, record):
+        if time.perf_counter() - self.start > self.limit:
+            self.stopped = True
+            return True
+        return None
+
+
+def _fit_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit, classes):
+    """One run (in a child process): fit, then test accuracy. Returns the record."""
+    estimator, kind = _make(name, seed, classes)
+    limit = None
+    if "callback" in estimator.get_params(deep=False):
+        limit = _TimeLimit(time_limit)
+        estimator.set_params(callback=limit)
+    started = time.perf_counter()
+    if limit is not None:
+        limit.start = started
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "semi":
+            estimator.fit(X, y_semi)
+        elif kind == "labeled":
+            labeled = y_semi != -1
+            estimator.fit(X[labeled], y_semi[labeled])
+        else:
+            estimator.fit(X, y_true)
+    seconds = time.perf_counter() - started
+    record = {"fit_seconds": seconds,
+              "status": "stopped_at_time_limit" if limit is not None and limit.stopped
+              else "ok",
+              "test_accuracy": float(estimator.score(X_test, y_test))}
+    if hasattr(estimator, "n_iter_"):
+        record["n_iter"] = int(np.max(estimator.n_iter_))
+    return record
+
+
+def _warm_up(classes):
+    """Compile the numba loops once in the parent, so forked runs do not time compilation."""
+    X, y = generated_clusters(300, 5, seed=123)
+    y_semi = y.copy()
+    y_semi[40:] = -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("TSGS3VM", "FRS3VM", "BGS3VM", "CCCPTSVM"):
+            if name in classes:
+                _make(name, 0, classes)[0].fit(X, y_semi)
+
+
+def _run_batch(jobs, config, classes, log):
+    """``jobs``: list of (key, name, seed, data tuple). Returns {key: record}."""
+    kill_after = config["time_limit"] + config["grace"]
+    tasks = [(key, _fit_and_score, (name, seed, *data, config["time_limit"], classes),
+              kill_after) for key, name, seed, data in jobs]
+    results = run_tasks(tasks, workers=config["workers"], log=log, threads=1,
+                        measure_memory=True)
+    out = {}
+    for key, result in results.items():
+        if result.get("killed"):
+            out[key] = {"status": "timed_out", "fit_seconds": None,
+                        "seconds": result["seconds"]}
+        elif "error" in result:
+            out[key] = {"status": "failed", "error": result["error"][-1500:]}
+        else:
+            out[key] = result
+    return out
+
+
+def _split(y, n_labeled, seed):
+    from ..datasets.semi import make_semi_supervised
+
+    return make_semi_supervised(y, n_labeled=n_labeled, random_state=seed)
+
+
+# --------------------------------------------------------------------------------------
+# Fig. 2: time against training size
+# --------------------------------------------------------------------------------------
+def run_scaling(config, methods, classes, log):
+    sizes = list(config["scaling_sizes"])
+    X_all, y_all = generated_clusters(max(sizes) + config["test_size"], config["n_features"])
+    X_test, y_test = X_all[-config["test_size"]:], y_all[-config["test_size"]:]
+    records = []
+    alive = set(methods)
+    for n in sizes:
+        X, y = X_all[:n], y_all[:n]
+        y_semi = _split(y, config["n_labeled"], 0)
+        jobs = []
+        for name in methods:
+            if name not in alive:
+                records.append({"n": n, "method": name, "status": "not_run",
+                                "note": "did not finish at a smaller size"})
+                continue
+            if name in EXACT and n > 5000:
+                records.append({"n": n, "method": name, "status": "not_run",
+                                "note": "above max_samples=5000 (exact reference)"})
+                alive.discard(name)
+                continue
+            jobs.append(((n, name), name, 0, (X, y_semi, y, X_test, y_test)))
+        log(f"Fig. 2: n = {n}, {len(jobs)} runs")
+        results = _run_batch(jobs, config, classes, log)
+        for (key, name, _, _) in jobs:
+            record = {"n": n, "method": name, **results[key]}
+            records.append(record)
+            if record["status"] != "ok":
+                alive.discard(name)
+    return records
+
+
+def growth_exponents(records):
+    """Least-squares slope of log(seconds) on log(n) per method over its finished runs."""
+    exponents = {}
+    for name in dict.fromkeys(r["method"] for r in records):
+        points = [(r["n"], r["fit_seconds"]) for r in records
+                  if r["method"] == name and r["status"] == "ok" and r.get("fit_seconds")]
+        if len(points) >= 2:
+            n, seconds = np.log(np.array(points, dtype=np.float64)).T
+            exponents[name] = float(np.polyfit(n, seconds, 1)[0])
+    return exponents
+
+
+def scaling_targets(records, n_features):
+    """TSGS3VM at the largest size run: one pass in under 2 minutes, and peak memory no more
+    than the training data plus 1 GiB (the issue's targets)."""
+    runs = [r for r in records if r["method"] == "TSGS3VM" and r["status"] != "not_run"]
+    if not runs:
+        return {}
+    largest = max(runs, key=lambda r: r["n"])
+    data_bytes = 8.0 * largest["n"] * n_features
+    seconds = largest.get("fit_seconds")
+    memory = largest.get("peak_memory_bytes")
+    return {"n": largest["n"], "status": largest["status"], "fit_seconds": seconds,
+            "one_pass_under_2_minutes": bool(largest["status"] == "ok" and seconds is not None
+                                             and seconds < 120.0),
+            "peak_memory_bytes": memory, "data_bytes": data_bytes,
+            "memory_met": None if memory is None else bool(memory <= data_bytes + 2 ** 30)}
+
+
+# --------------------------------------------------------------------------------------
+# Fig. 3: accuracy over trials
+# --------------------------------------------------------------------------------------
+def accuracy_datasets(config, log):
+    """``{label: (X, y, X_test, y_test, seeds)}`` for Fig. 3."""
+    datasets = {}
+    settings = [(config["small_size"], config["small_seeds"], config["small_tasks"])]
+    if config["target_size"]:
+        settings.append((config["target_size"], config["target_seeds"],
+                         config["target_tasks"]))
+    largest = max(size for size, _, _ in settings)
+    X_gen, y_gen = generated_clusters(largest + config["test_size"], config["n_features"],
+                                      seed=7)
+    X_test, y_test = X_gen[-config["test_size"]:], y_gen[-config["test_size"]:]
+    missing = set()
+    for size, seeds, tasks in settings:
+        for task in tasks:
+            if task == "generated":
+                datasets[f"generated d={config['n_features']}, n={size}"] = (
+                    X_gen[:size], y_gen[:size], X_test, y_test, seeds)
+                continue
+            if task in missing:
+                continue
+            try:
+                X, y, X_t, y_t = _fashion_task(task, size, seed=11)
+            except FileNotFoundError as error:
+                log(f"note: Fashion-MNIST {task} skipped, its files were not found ({error})")
+                missing.add(task)
+                continue
+            datasets[f"Fashion-MNIST {task}, n={len(y)}"] = (X, y, X_t, y_t, seeds)
+    return datasets
+
+
+def run_accuracy(config, methods, classes, log):
+    records = []
+    for label, (X, y, X_test, y_test, seeds) in accuracy_datasets(config, log).items():
+        jobs = []
+        for seed in seeds:
+            y_semi = _split(y, config["n_labeled"], seed)
+            for name in methods:
+                if name in EXACT and len(y) > 5000:
+                    continue
+                jobs.append(((label, name, seed), name, seed, (X, y_semi, y, X_test, y_test)))
+        log(f"Fig. 3: {label}, {len(jobs)} runs")
+        results = _run_batch(jobs, config, classes, log)
+        for key, name, seed, _ in jobs:
+            records.append({"dataset": label, "n": len(y), "method": name, "seed": seed,
+                            **results[key]})
+    return records
+
+
+def _spread(values):
+    values = [float(v) for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": float(np.median(values)), "min": float(np.min(values)),
+            "max": float(np.max(values)), "count": len(values)}
+
+
+def summarize_accuracy(records):
+    rows = []
+    for dataset in dict.fromkeys(r["dataset"] for r in records):
+        group = [r for r in records if r["dataset"] == dataset]
+        for name in dict.fromkeys(r["method"] for r in group):
+            runs = [r for r in group if r["method"] == name]
+            finished = [r for r in runs if r["status"] in ("ok", "stopped_at_time_limit")]
+            statuses = {}
+            for r in runs:
+                statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+            rows.append({"dataset": dataset, "method": name, "statuses": statuses,
+                         "test_accuracy": _spread([r.get("test_accuracy") for r in finished]),
+                         "fit_seconds": _spread([r.get("fit_seconds") for r in finished]),
+                         "peak_memory_bytes": _spread([r.get("peak_memory_bytes")
+                                                       for r in finished])})
+    return rows
+
+
+def evaluate_targets(summary):
+    """Per dataset: TSGS3VM's median accuracy and time against the best scikit-learn
+    semi-supervised peer (the issue's target: at least as accurate, at least 10x faster)."""
+    targets = {}
+    for dataset in dict.fromkeys(r["dataset"] for r in summary):
+        rows = {r["method"]: r for r in summary if r["dataset"] == dataset}
+        ours = rows.get("TSGS3VM")
+        peers = [rows[name] for name in SEMI_SUPERVISED_PEERS
+                 if name in rows and rows[name]["test_accuracy"] is not None]
+        if ours is None or ours["test_accuracy"] is None or not peers:
+            continue
+        best = max(peers, key=lambda r: r["test_accuracy"]["median"])
+        speedup = best["fit_seconds"]["median"] / max(ours["fit_seconds"]["median"], 1e-12)
+        targets[dataset] = {
+            "best_peer": best["method"],
+            "peer_accuracy": best["test_accuracy"]["median"],
+            "tsgs3vm_accuracy": ours["test_accuracy"]["median"],
+            "accuracy_met": ours["test_accuracy"]["median"] >= best["test_accuracy"]["median"],
+            "speedup": speedup,
+            "speedup_met": speedup >= 10.0,
+        }
+    return targets
+
+
+# --------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------
+def _format_spread(spread, scale=1.0, digits=3):
+    if spread is None:
+        return "-"
+    return (f"{spread['median'] * scale:.{digits}f} "
+            f"[{spread['min'] * scale:.{digits}f}, {spread['max'] * scale:.{digits}f}]")
+
+
+def markdown(report):
+    config = report["config"]
+    machine = report["machine"]
+    described = ", ".join(f"{key} {value}" for key, value in machine.items()) \
+        if isinstance(machine, dict) else str(machine)
+    lines = [f"# TSGS3VM paper re-run ({config['mode']})", "",
+             f"{described}; {report['seconds']:.0f} s in all; time limit "
+             f"{config['time_limit']:.0f} s per run (+{config['grace']:.0f} s grace); "
+             f"{config['workers']} runs in parallel, 1 BLAS thread each.", ""]
+    for note in report["notes"]:
+        lines.append(f"* note: {note}")
+    lines += ["", "## Fig. 2: fit seconds against training size (generated, d = "
+              f"{config['n_features']}, {config['n_labeled']} labels)", ""]
+    scaling = report["scaling"]
+    sizes = list(dict.fromkeys(r["n"] for r in scaling))
+    methods = list(dict.fromkeys(r["method"] for r in scaling))
+    lines.append("| method | " + " | ".join(f"n={n}" for n in sizes) + " | exponent |")
+    lines.append("|---" * (len(sizes) + 2) + "|")
+    for name in methods:
+        cells = []
+        for n in sizes:
+            record = next((r for r in scaling if r["n"] == n and r["method"] == name), None)
+            if record is None or record["status"] == "not_run":
+                cells.append("-")
+            elif record["status"] in ("ok", "stopped_at_time_limit"):
+                mark = "" if record["status"] == "ok" else " (stopped)"
+                cells.append(f"{record['fit_seconds']:.2f}{mark}")
+            else:
+                cells.append(record["status"])
+        exponent = report["growth_exponents"].get(name)
+        lines.append(f"| {name} | " + " | ".join(cells) + " | "
+                     + ("-" if exponent is None else f"{exponent:.2f}") + " |")
+    target = report.get("scaling_targets")
+    if target:
+        seconds = "-" if target["fit_seconds"] is None else f"{target['fit_seconds']:.1f} s"
+        memory = ("-" if target["peak_memory_bytes"] is None
+                  else f"{target['peak_memory_bytes'] / 2 ** 20:.0f} MiB")
+        lines += ["", f"TSGS3VM at n = {target['n']}: {target['status']}, {seconds} "
+                  f"(one pass under 2 minutes: {target['one_pass_under_2_minutes']}); peak "
+                  f"memory {memory} against data {target['data_bytes'] / 2 ** 20:.0f} MiB + "
+                  f"1 GiB (met: {target['memory_met']})."]
+    lines += ["", f"## Fig. 3: test accuracy, median [min, max] over seeds "
+              f"({config['n_labeled']} labels)", "",
+              "| dataset | method | test accuracy | fit seconds | peak memory MiB | runs |",
+              "|---|---|---|---|---|---|"]
+    for row in report["accuracy_summary"]:
+        statuses = ", ".join(f"{k}: {v}" for k, v in row["statuses"].items())
+        lines.append(f"| {row['dataset']} | {row['method']} | "
+                     f"{_format_spread(row['test_accuracy'])} | "
+                     f"{_format_spread(row['fit_seconds'], digits=2)} | "
+                     f"{_format_spread(row['peak_memory_bytes'], 2.0 ** -20, 0)} | "
+                     f"{statuses} |")
+    if report["targets"]:
+        lines += ["", "## Targets (TSGS3VM against the best scikit-learn semi-supervised peer)",
+                  "", "| dataset | best peer | peer acc. | TSGS3VM acc. | accuracy met | "
+                  "speed-up | 10x met |", "|---|---|---|---|---|---|---|"]
+        for dataset, target in report["targets"].items():
+            lines.append(f"| {dataset} | {target['best_peer']} | "
+                         f"{target['peer_accuracy']:.3f} | {target['tsgs3vm_accuracy']:.3f} | "
+                         f"{target['accuracy_met']} | {target['speedup']:.1f}x | "
+                         f"{target['speedup_met']} |")
+    return "\n".join(lines)
+
+
+def plot(report, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary_datasets = list(dict.fromkeys(r["dataset"] for r in report["accuracy"]))
+    count = 1 + len(summary_datasets)
+    figure, axes = plt.subplots(1, count, figsize=(4.6 * count, 4.0), squeeze=False)
+    axis = axes[0][0]
+    for name in dict.fromkeys(r["method"] for r in report["scaling"]):
+        points = [(r["n"], r["fit_seconds"]) for r in report["scaling"]
+                  if r["method"] == name and r["status"] in ("ok", "stopped_at_time_limit")]
+        if points:
+            n, seconds = zip(*points)
+            axis.loglog(n, seconds, marker="o", label=name,
+                        linestyle="-" if name in OURS else "--")
+    axis.set_xlabel("training size n")
+    axis.set_ylabel("fit seconds")
+    axis.set_title("Fig. 2: time vs training size", fontsize=9)
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=6)
+    for axis, dataset in zip(axes[0][1:], summary_datasets):
+        group = [r for r in report["accuracy"] if r["dataset"] == dataset
+                 and r["status"] in ("ok", "stopped_at_time_limit")]
+        names = list(dict.fromkeys(r["method"] for r in group))
+        axis.boxplot([[r["test_accuracy"] for r in group if r["method"] == name]
+                      for name in names])
+        axis.set_xticks(np.arange(1, len(names) + 1))
+        axis.set_xticklabels(names, rotation=35, ha="right", fontsize=6)
+        axis.set_title(f"Fig. 3: {dataset}", fontsize=8)
+        axis.set_ylabel("test accuracy")
+        axis.grid(alpha=0.3, axis="y")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def update_benchmarks_md(path, section):
+    """Rewrite the ``## TSGS3VM family`` section of ``BENCHMARKS.md`` (between its markers)."""
+    begin, end = "<!-- tsgs3vm-family:begin -->", "<!-- tsgs3vm-family:end -->"
+    block = f"{begin}\n## TSGS3VM family\n\n{section.strip()}\n{end}"
+    path = Path(path)
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = head + block + tail
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
+    """Run Fig. 2 and Fig. 3 and write ``tsgs3vm_paper[_quick].{json,md,png}`` to ``out_dir``.
+
+    Parameters
+    ----------
+    quick : bool
+        The under-2-minute configuration (``QUICK``) instead of ``FULL`` (about 20 minutes).
+    out_dir : str or Path
+    smoke : bool
+        A seconds-long check of the pipeline on tiny data (``SMOKE``, ``*_smoke`` outputs;
+        overrides ``quick``).
+    benchmarks_md : str, Path or None
+        For a full run, the ``BENCHMARKS.md`` whose ``## TSGS3VM family`` section is
+        rewritten with the protocol and the tables.
+    log : callable or None
+        ``log(message)``; default prints with elapsed seconds.
+
+    Returns
+    -------
+    dict
+        The report: ``config``, ``notes``, ``scaling`` (Fig. 2 runs), ``growth_exponents``,
+        ``scaling_targets``, ``accuracy`` (Fig. 3 runs), ``accuracy_summary``, ``targets``, ``machine``,
+        ``seconds``.
+    """
+    if smoke:
+        config, suffix = SMOKE, "_smoke"
+    else:
+        config, suffix = (QUICK, "_quick") if quick else (FULL, "")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    begin = time.perf_counter()
+    if log is None:
+        def log(message):
+            print(f"[{time.perf_counter() - begin:7.1f} s] {message}", flush=True)
+
+    classes, notes = _our_classes()
+    for note in notes:
+        log(f"note: {note}")
+    methods = [name for name in ("TSGS3VM", "FRS3VM", "BGS3VM", "CCCPTSVM", "SelfLabelingTSVM")
+               if name in classes]
+    methods += ["LabelSpreading", "SelfTraining(SVC)", "SVC (labeled only)", "SVC (all labels)"]
+    _warm_up(classes)
+    scaling = run_scaling(config, methods, classes, log)
+    accuracy = run_accuracy(config, methods, classes, log)
+    summary = summarize_accuracy(accuracy)
+    report = {"config": dict(config), "notes": notes, "scaling": scaling,
+              "growth_exponents": growth_exponents(scaling),
+              "scaling_targets": scaling_targets(scaling, config["n_features"]),
+              "accuracy": accuracy,
+              "accuracy_summary": summary, "targets": evaluate_targets(summary),
+              "machine": machine_description()}
+    report["seconds"] = time.perf_counter() - begin
+    text = markdown(report)
+    (out / f"tsgs3vm_paper{suffix}.md").write_text(text + "\n")
+    (out / f"tsgs3vm_paper{suffix}.json").write_text(json.dumps(jsonable(report), indent=1))
+    plot(report, out / f"tsgs3vm_paper{suffix}.png")
+    if not suffix and benchmarks_md is not None:
+        protocol = __doc__.split("Protocol\n--------\n", 1)[1].split("\nOutputs", 1)[0]
+        body = text.split("\n", 2)[2]
+        update_benchmarks_md(benchmarks_md, (
+            "Re-run of Figs. 2 and 3 of the TSGS3VM paper by `python "
+            "benchmarks/tsgs3vm_paper.py` (`--quick`: 2-minute smoke test).\n\n"
+            f"**Protocol.**\n{protocol}\n{body}\n\nFigure: `results/tsgs3vm_paper.png`; every "
+            "number: `results/tsgs3vm_paper.json`."))
+    log(f"done in {report['seconds']:.0f} s")
+    log(text)
+    return report

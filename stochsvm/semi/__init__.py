@@ -1,0 +1,8 @@
+"""Semi-supervised kernel SVMs: TSGS3VM and its baselines (unlabeled samples carry y == -1)."""
+
+from .bgs3vm import BGS3VM
+from .frs3vm import FRS3VM
+from .tsgs3vm import TSGS3VM
+from .tsvm import CCCPTSVM, SelfLabelingTSVM
+
+__all__ = ["BGS3VM", "CCCPTSVM", "FRS3VM", "SelfLabelingTSVM", "TSGS3VM"]

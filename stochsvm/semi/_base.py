@@ -1,0 +1,217 @@
+r"""Shared machinery of the semi-supervised kernel SVM estimators.
+
+Labels follow :mod:`sklearn.semi_supervised`: a sample with ``y == -1`` is unlabeled. Every
+estimator solves, per binary problem with labels :math:`y_i \in \{-1, +1\}`, the S3VM problem
+
+.. math::
+
+    \min_f \; \tfrac12 \|f\|_{\mathcal H}^2 + C \sum_{i \in L} \max(0, 1 - y_i f(x_i))
+           + C^* \sum_{j \in U} u(f(x_j)),
+
+with ``C`` as in :class:`sklearn.svm.SVC` (a sum over the labeled samples), an unlabeled loss
+``u`` of Table 2 of the TSGS3VM paper (:func:`stochsvm._core.losses.get_unlabeled_loss`) and
+:math:`C^* = C n_l / n_u` by default (the paper's rule, Section 6.1). With :math:`C^* = 0` this
+is exactly the SVC problem on the labeled samples alone. Dividing by :math:`n_l` gives the
+paper's eq. (1): the mean hinge loss on the labeled samples plus the mean (expected) unlabeled
+loss, weighted by :math:`C n_l` and :math:`C^* n_u`.
+
+Interface for subclasses
+------------------------
+:class:`BaseSemiSupervisedClassifier` does validation, label bookkeeping, ``gamma`` resolution,
+one-vs-rest, prediction and the objective. A subclass defines:
+
+``_resolve_parameters(self, n_labeled, n_unlabeled, n_features)``
+    Optional. Check hyper-parameters and store resolved values in private attributes. Before it
+    runs, the base has set ``self._gamma`` (when the estimator has a ``gamma`` parameter),
+    ``self._C`` (from ``C``), ``self._C_star`` (from ``C_star``; ``None`` gives
+    ``C n_l / n_u``, and 0 when there is no unlabeled sample) and ``self._unlabeled_loss``
+    (a :class:`~stochsvm._core.losses.Loss`, from ``unlabeled_loss``) with
+    ``self._unlabeled_parameter`` (``ramp_s`` for the ramp, the loss's default otherwise),
+    for each of those parameters the estimator has.
+``_fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index)``
+    Train one binary problem; ``y_signed`` holds ``+1``/``-1`` (float64), ``X_unlabeled`` may
+    have zero rows, ``rng`` is a :class:`numpy.random.RandomState` shared by the problems.
+    Returns ``(state, history, n_iter)``: ``state`` a ``dict`` with string keys and NumPy
+    arrays or scalars as values (it is stored in ``binary_models_`` and saved by
+    :mod:`stochsvm.io`), ``history`` a list of record dicts, ``n_iter`` an int.
+``_decision_binary(self, X, state)``
+    Decision values ``f(x)`` of one binary problem, a float64 array of shape (n_samples,).
+``_squared_norm_binary(self, state)``
+    :math:`\|f\|_{\mathcal H}^2` of one binary model, used by :meth:`objective`; a subclass
+    whose objective differs overrides ``_objective_binary`` instead.
+
+``X`` reaches the subclass as a float32/float64 C-ordered array or a canonical CSR matrix.
+For more than two labeled classes one binary problem per class is solved (class against the
+rest, the unlabeled samples shared); ``binary_models_[k]`` belongs to ``classes_[k]``. For two
+classes there is one problem, with ``classes_[1]`` as the positive class.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._core.kernels import resolve_gamma
+from .._core.losses import MARGIN_LOSSES, get_unlabeled_loss
+from .._core.validation import (
+    check_nonnegative,
+    check_positive,
+    split_semi_supervised_labels,
+    validate_prediction_data,
+    validate_training_data,
+)
+
+__all__ = ["BaseSemiSupervisedClassifier", "resolve_semi_supervised_gamma"]
+
+UNLABELED = -1
+
+
+def resolve_semi_supervised_gamma(gamma, X):
+    """Resolve a kernel width: ``"scale"`` -> ``1 / (n_features X.var())`` as in
+    :class:`sklearn.svm.SVC` (1.0 when the variance is 0), ``"auto"`` -> ``1 / n_features``,
+    or a positive finite float."""
+    if isinstance(gamma, str):
+        if gamma == "scale":
+            return resolve_gamma(None, X)
+        if gamma == "auto":
+            return 1.0 / X.shape[1]
+        raise ValueError(f"gamma={gamma!r} is not valid; use 'scale', 'auto' or a float > 0.")
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
+        raise TypeError(f"gamma={gamma!r} must be 'scale', 'auto' or a float > 0.")
+    return check_positive(gamma, "gamma")
+
+
+class BaseSemiSupervisedClassifier(ClassifierMixin, BaseEstimator):
+    """Base class of the semi-supervised SVMs (see the module docstring for the interface)."""
+
+    def _resolve_common(self, X, n_labeled, n_unlabeled):
+        params = self.get_params(deep=False)
+        if "gamma" in params:
+            self._gamma = resolve_semi_supervised_gamma(self.gamma, X)
+        if "C" in params:
+            self._C = check_nonnegative(self.C, "C")
+            if self._C == 0.0:
+                raise ValueError("C=0 ignores the labeled samples; give C > 0.")
+        if "C_star" in params:
+            if self.C_star is None:
+                self._C_star = self._C * n_labeled / n_unlabeled if n_unlabeled else 0.0
+            else:
+                self._C_star = check_nonnegative(self.C_star, "C_star")
+        if "unlabeled_loss" in params:
+            self._unlabeled_loss = get_unlabeled_loss(self.unlabeled_loss)
+            self._unlabeled_parameter = self._unlabeled_loss.default_parameter
+            if self._unlabeled_loss.name == "ramp" and "ramp_s" in params:
+                s = self.ramp_s
+                if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (
+                        np.isfinite(s) and s < 1.0):
+                    raise ValueError(f"ramp_s={s!r} must be a finite number below 1 (e.g. -0.3).")
+                self._unlabeled_parameter = float(s)
+
+    def fit(self, X, y):
+        """Fit on labeled and unlabeled samples.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels; ``-1`` marks an unlabeled sample.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_training_data(self, X, y)
+        if X.shape[0] == 0:
+            raise ValueError("Found array with 0 sample(s); at least one is required.")
+        labeled_mask, classes = split_semi_supervised_labels(y, UNLABELED)
+        self.classes_ = classes
+        X_labeled = X[labeled_mask]
+        X_unlabeled = X[~labeled_mask]
+        y_labeled = y[labeled_mask]
+        n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
+        self._resolve_common(X, n_labeled, n_unlabeled)
+        self._resolve_parameters(n_labeled, n_unlabeled, X.shape[1])
+        # Estimators without randomness (no random_state parameter) get a fixed generator.
+        rng = (check_random_state(self.random_state)
+               if "random_state" in self.get_params(deep=False) else np.random.RandomState(0))
+        positives = [classes[1]] if len(classes) == 2 else list(classes)
+        self.binary_models_, self.history_, n_iters = [], [], []
+        for index, label in enumerate(positives):
+            y_signed = np.where(y_labeled == label, 1.0, -1.0)
+            state, history, n_iter = self._fit_binary(X_labeled, y_signed, X_unlabeled, rng,
+                                                      index)
+            for entry in history:
+                entry["problem"] = index
+            self.binary_models_.append(state)
+            self.history_.extend(history)
+            n_iters.append(int(n_iter))
+        self.n_iter_ = int(max(n_iters))
+        return self
+
+    def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
+        """Hook for subclass-specific checks (nothing by default)."""
+
+    def decision_function(self, X):
+        """Decision values: shape (n_samples,) for two classes (positive means
+        ``classes_[1]``), (n_samples, n_classes) for more."""
+        check_is_fitted(self, "binary_models_")
+        X = validate_prediction_data(self, X)
+        scores = np.column_stack(
+            [np.asarray(self._decision_binary(X, state), dtype=np.float64)
+             for state in self.binary_models_])
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted class labels (one of ``classes_``)."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state):
+        hinge = MARGIN_LOSSES["hinge"]
+        value = 0.5 * float(self._squared_norm_binary(state))
+        if X_labeled.shape[0]:
+            margins = y_signed * self._decision_binary(X_labeled, state)
+            value += self._C * float(hinge.value(margins).sum())
+        if X_unlabeled.shape[0] and self._C_star > 0:
+            outputs = self._decision_binary(X_unlabeled, state)
+            value += self._C_star * float(
+                self._unlabeled_loss.value(outputs, self._unlabeled_parameter).sum())
+        return value
+
+    def objective(self, X, y):
+        r"""The training objective on ``(X, y)`` (``y == -1`` unlabeled), summed over the
+        one-vs-rest problems:
+        :math:`\sum_k \tfrac12\|f_k\|^2 + C \sum_L \max(0, 1 - y f_k(x)) + C^* \sum_U u(f_k(x))`
+        with the fitted ``C``, ``C^*`` and unlabeled loss."""
+        check_is_fitted(self, "binary_models_")
+        X = validate_prediction_data(self, X)
+        y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}; give one "
+                             "label (or -1) per sample.")
+        if y.dtype.kind in "OUS":
+            labeled_mask = np.array([value != UNLABELED for value in y.tolist()], dtype=bool)
+        else:
+            labeled_mask = y != UNLABELED
+        X_labeled, X_unlabeled = X[labeled_mask], X[~labeled_mask]
+        y_labeled = y[labeled_mask]
+        positives = [self.classes_[1]] if len(self.classes_) == 2 else list(self.classes_)
+        total = 0.0
+        for label, state in zip(positives, self.binary_models_):
+            y_signed = np.where(y_labeled == label, 1.0, -1.0)
+            total += self._objective_binary(X_labeled, y_signed, X_unlabeled, state)
+        return float(total)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Every subclass accepts CSR input (validation converts it to canonical CSR), as
+        # LabelSpreading does.
+        tags.input_tags.sparse = True
+        return tags
+

@@ -1,0 +1,204 @@
+r"""FRS3VM: the S3VM objective on a fixed set of random Fourier features, trained by SGD.
+
+The baseline "FRS3VM" of the TSGS3VM paper (Section 6.1: standard SGD with fixed random
+features, stopped after 10 passes). The features :math:`z(x) = \sqrt{2/D} \cos(\Omega^T x + b)`
+(:mod:`stochsvm._core.random_features`, one block of ``D = n_components`` features) are drawn
+once; the model is linear in them, :math:`f(x) = w^T z(x) (+ b_0)`, and minimizes
+
+.. math::
+
+    \tfrac12 \|w\|^2 + C \sum_{i \in L} \max(0, 1 - y_i f(x_i)) + C^* \sum_{j \in U} u(f(x_j))
+
+by mini-batch steps :math:`w \leftarrow (1 - \gamma) w - \gamma \big(\frac{C n_l}{|B_l|}
+\sum_{B_l} l'(f(x), y) z(x) + \frac{C^* n_u}{|B_u|} \sum_{B_u} u'(f(x)) z(x)\big)`, the same
+step as TSGS3VM's eq. (7) but without new features per iteration. Batches, step sizes,
+balancing constraint and annealing are those of :class:`stochsvm.semi.tsgs3vm.TSGS3VM`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.losses import MARGIN_LOSSES
+from .._core.monitor import TrainingMonitor
+from .._core.random_features import (
+    RANDOM_FEATURE_KERNELS,
+    draw_seed,
+    feature_block,
+    transform_block,
+)
+from .._core.validation import check_choice, check_fraction, check_positive_int
+from ._base import BaseSemiSupervisedClassifier
+from .tsgs3vm import batch_schedule, resolve_stochastic_schedule
+
+__all__ = ["FRS3VM", "frs3vm_train"]
+
+_ROWS_PER_CHUNK = 2048
+
+
+def _linear_scores(X, coef, omega, offset, dtype):
+    """``z(X) w`` in chunks of rows, computed in ``dtype``, returned in float64."""
+    scores = np.empty(X.shape[0])
+    for start in range(0, X.shape[0], _ROWS_PER_CHUNK):
+        rows = slice(start, min(X.shape[0], start + _ROWS_PER_CHUNK))
+        features = transform_block(X[rows].astype(dtype, copy=False),
+                                   omega.astype(dtype, copy=False),
+                                   offset.astype(dtype, copy=False))
+        scores[rows] = features @ coef.astype(dtype)
+    return scores
+
+
+def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_star,
+                 unlabeled_loss, unlabeled_parameter, labeled_batch, unlabeled_batch,
+                 n_iterations, step, dtype=np.float64, balance=True, ramp_up=0.0, monitor=None,
+                 record_every=8):
+    """Mini-batch SGD on fixed random features (one binary problem).
+
+    Returns ``(coef, intercept, history, n_iter)``.
+    Twin: :func:`tests.reference_semi.frs3vm_reference`.
+    """
+    n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
+    coef = np.zeros(omega.shape[1])
+    labeled_weight = C * n_labeled / labeled_batch if labeled_batch else 0.0
+    unlabeled_weight = C_star * n_unlabeled / unlabeled_batch if unlabeled_batch else 0.0
+    hinge = MARGIN_LOSSES["hinge"]
+    target = float(np.mean(y_signed)) if n_labeled else 0.0
+    use_balance = balance and n_unlabeled > 0
+    intercept = 0.0
+    labeled_losses, unlabeled_losses = [], []
+    n_done = samples_seen = 0
+    schedule = batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch,
+                              n_iterations)
+    for iteration, (labeled_indices, unlabeled_indices) in enumerate(schedule):
+        labeled_features = transform_block(
+            X_labeled[labeled_indices].astype(dtype, copy=False), omega, offset)
+        unlabeled_features = transform_block(
+            X_unlabeled[unlabeled_indices].astype(dtype, copy=False), omega, offset)
+        coef_typed = coef.astype(dtype)
+        labeled_outputs = (labeled_features @ coef_typed).astype(np.float64)
+        unlabeled_outputs = (unlabeled_features @ coef_typed).astype(np.float64)
+        if use_balance:
+            # balancing constraint: mean f on the unlabeled batch = mean labeled label
+            intercept = target - float(unlabeled_outputs.mean())
+            labeled_outputs += intercept
+            unlabeled_outputs += intercept
+        signs = y_signed[labeled_indices]
+        labeled_weights = labeled_weight * hinge.derivative(signs * labeled_outputs) * signs
+        ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
+        unlabeled_weights = ramp * unlabeled_weight * unlabeled_loss.derivative(
+            unlabeled_outputs, unlabeled_parameter)
+        gradient = (labeled_features.T @ labeled_weights.astype(dtype)
+                    + unlabeled_features.T @ unlabeled_weights.astype(dtype))
+        coef *= 1.0 - step
+        coef -= step * gradient
+        n_done = iteration + 1
+        samples_seen += len(labeled_indices) + len(unlabeled_indices)
+        labeled_losses.append(float(hinge.value(signs * labeled_outputs).mean()))
+        if len(unlabeled_indices):
+            unlabeled_losses.append(float(unlabeled_loss.value(
+                unlabeled_outputs, unlabeled_parameter).mean()))
+        if monitor is not None and (n_done % record_every == 0 or n_done == n_iterations):
+            record = {"iteration": n_done, "samples_seen": samples_seen,
+                      "labeled_loss": float(np.mean(labeled_losses)),
+                      "unlabeled_loss": float(np.mean(unlabeled_losses))
+                      if unlabeled_losses else 0.0}
+            labeled_losses, unlabeled_losses = [], []
+            if monitor.record(record):
+                break
+    if use_balance:
+        probe = rng.choice(n_unlabeled, min(n_unlabeled, 4096), replace=False)
+        probe.sort()
+        intercept = target - float(
+            _linear_scores(X_unlabeled[probe], coef, omega, offset, dtype).mean())
+    history = monitor.history if monitor is not None else []
+    return coef, float(intercept), history, n_done
+
+
+class FRS3VM(BaseSemiSupervisedClassifier):
+    r"""Semi-supervised SVM on fixed random Fourier features, trained by mini-batch SGD.
+
+    The FRS3VM baseline of the TSGS3VM paper (see the module docstring). Samples with
+    ``y == -1`` are unlabeled.
+
+    Parameters
+    ----------
+    C, C_star, kernel, gamma, unlabeled_loss, ramp_s, batch_size, unlabeled_batch_size, \
+step_size, theta, max_iter, feature_dtype, balance, unlabeled_ramp_up, random_state, verbose, \
+callback, record_every
+        As in :class:`stochsvm.semi.tsgs3vm.TSGS3VM`.
+    n_components : int, default=1024
+        Number ``D`` of fixed random features.
+    n_passes : float, default=10.0
+        Passes over the unlabeled samples when ``max_iter`` is None (the paper runs 10).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    binary_models_ : list of dict
+        ``coef`` (D,), ``intercept``, ``seed``, ``omega`` (d, D), ``offset`` (D,).
+    n_iter_ : int
+    history_ : list of dict
+    n_features_in_ : int
+    """
+
+    def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
+                 unlabeled_loss="symmetric_hinge", ramp_s=-0.3, n_components=1024,
+                 batch_size=256, unlabeled_batch_size=None, step_size=0.1, theta=1.0,
+                 max_iter=None, n_passes=10.0, feature_dtype="float32", balance=True,
+                 unlabeled_ramp_up=0.5, random_state=None, verbose=0, callback=None,
+                 record_every=8):
+        self.C = C
+        self.C_star = C_star
+        self.kernel = kernel
+        self.gamma = gamma
+        self.unlabeled_loss = unlabeled_loss
+        self.ramp_s = ramp_s
+        self.n_components = n_components
+        self.batch_size = batch_size
+        self.unlabeled_batch_size = unlabeled_batch_size
+        self.step_size = step_size
+        self.theta = theta
+        self.max_iter = max_iter
+        self.n_passes = n_passes
+        self.feature_dtype = feature_dtype
+        self.balance = balance
+        self.unlabeled_ramp_up = unlabeled_ramp_up
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+        self.record_every = record_every
+
+    def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
+        self._kernel = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
+        self._n_components = check_positive_int(self.n_components, "n_components")
+        (self._labeled_batch, self._unlabeled_batch, self._n_iterations,
+         self._step) = resolve_stochastic_schedule(self, n_labeled, n_unlabeled, self.n_passes)
+        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
+        self._dtype = np.dtype(check_choice(self.feature_dtype, "feature_dtype",
+                                            ("float32", "float64")))
+        self._record_every = check_positive_int(self.record_every, "record_every")
+
+    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+        seed = draw_seed(rng)
+        omega, offset = feature_block(seed, 0, X_labeled.shape[1], self._n_components,
+                                      self._gamma, self._kernel, self._dtype)
+        coef, intercept, history, n_iter = frs3vm_train(
+            X_labeled, y_signed, X_unlabeled, rng, omega=omega, offset=offset, C=self._C,
+            C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,
+            unlabeled_parameter=self._unlabeled_parameter, labeled_batch=self._labeled_batch,
+            unlabeled_batch=self._unlabeled_batch, n_iterations=self._n_iterations,
+            step=self._step, dtype=self._dtype, balance=self.balance, ramp_up=self._ramp_up,
+            monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                    label=f"FRS3VM[{problem_index}] "),
+            record_every=self._record_every)
+        state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
+                 "offset": offset, "dtype": self._dtype.name}
+        return state, history, n_iter
+
+    def _decision_binary(self, X, state):
+        # float64 at prediction, so that a sample's score does not depend on its row position
+        return _linear_scores(X, state["coef"], state["omega"], state["offset"],
+                              np.float64) + float(state["intercept"])
+
+    def _squared_norm_binary(self, state):
+        return float(state["coef"] @ state["coef"])

@@ -1,0 +1,515 @@
+r"""TSGS3VM: semi-supervised kernel SVM by triply stochastic functional gradients.
+
+Geng, Gu, Li, Shi, Zheng and Huang, "Scalable Semi-Supervised SVM via Triply Stochastic
+Gradients", IJCAI 2019 (the TSGS3VM paper).
+
+Problem (module docstring of :mod:`stochsvm.semi._base`; eq. (1) of the paper up to the factor
+:math:`n_l`), per binary problem:
+
+.. math::
+
+    R(f) = \tfrac12 \|f\|_{\mathcal H}^2 + C \sum_{i \in L} \max(0, 1 - y_i f(x_i))
+           + C^* \sum_{j \in U} u(f(x_j)).
+
+Each iteration ``i`` samples a labeled batch :math:`B_l`, an unlabeled batch :math:`B_u` and a
+fresh block of ``m`` random Fourier features :math:`\phi_i` (seed ``(s, i)``, see
+:mod:`stochsvm._core.random_features`), evaluates the current model
+:math:`f(x) = \sum_{j<i} \alpha_j^T \phi_j(x)` on both batches (Alg. 1, lines 5-6), and takes
+the functional step :math:`f \leftarrow (1 - \gamma_i) f - \gamma_i \xi_i` (eqs. (3)-(7)):
+
+.. math::
+
+    \alpha_i = -\gamma_i \Big( \frac{C n_l}{|B_l|} \sum_{B_l} l'(f(x), y)\, \phi_i(x)
+               + \frac{C^* n_u}{|B_u|} \sum_{B_u} u'(f(x))\, \phi_i(x) \Big), \qquad
+    \alpha_j \leftarrow (1 - \gamma_i)\, \alpha_j \;\; (j < i),
+
+with :math:`l'(r, y) = -y` when :math:`y r < 1` (0 otherwise). The scaling of the old
+coefficients (Alg. 1, line 8) is applied lazily: the coefficients are kept as
+:math:`\alpha_j = S a_j` with a running product :math:`S = \prod_i (1 - \gamma_i)`, so an
+iteration touches only its new block. Prediction is Alg. 2: :math:`f(x) = \sum_i \alpha_i^T
+\phi_i(x)`, with the feature blocks either kept (``feature_cache="cached"``, fast, ``d T m``
+numbers) or regenerated from the seed (``"regenerate"``, a model of ``T m`` coefficients plus one
+seed). Training costs :math:`O(|B| m T^2 d)`: the defaults bound ``T`` (see
+:class:`TSGS3VM`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._core.losses import MARGIN_LOSSES
+from .._core.monitor import TrainingMonitor
+from .._core.random_features import (
+    RANDOM_FEATURE_KERNELS,
+    cosine_feature_scores,
+    draw_seed,
+    feature_block,
+    feature_blocks,
+    transform_block,
+)
+from .._core.validation import (
+    check_choice,
+    check_fraction,
+    check_positive,
+    check_positive_int,
+)
+from ._base import BaseSemiSupervisedClassifier
+
+__all__ = [
+    "TSGS3VM",
+    "batch_schedule",
+    "random_feature_scores",
+    "resolve_stochastic_schedule",
+    "tsgs3vm_train",
+]
+
+# One pass over a large unlabeled set is spread over at most this many iterations by enlarging
+# the unlabeled batch, so that the O(|B| m T^2 d) cost of a pass grows linearly in n instead of
+# quadratically (with batches of 256, T = n_u / 256).
+ITERATIONS_PER_PASS = 128
+# Fewest iterations of a default run on small data (several passes when n_u is small).
+MINIMUM_ITERATIONS = 128
+# Default cap on the features per iteration m (the paper uses ceil(sqrt(n))).
+MAXIMUM_FEATURES_PER_ITERATION = 128
+# Columns of stacked feature blocks and rows of a batch handled per projection product.
+_COLUMNS_PER_GROUP = 2048
+_ROWS_PER_CHUNK = 1024
+
+
+def _check_step_size(step_size):
+    if isinstance(step_size, str):
+        return check_choice(step_size, "step_size", ("theory",))
+    if isinstance(step_size, bool) or not isinstance(step_size, numbers.Real):
+        raise TypeError(f"step_size={step_size!r} must be a float in (0, 1] or 'theory'.")
+    value = check_positive(step_size, "step_size")
+    if value > 1.0:
+        raise ValueError(
+            f"step_size={step_size!r} must be at most 1: the update scales the model by "
+            "(1 - step_size) (eq. (7)); use a value such as 0.1.")
+    return value
+
+
+def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes):
+    """Batch sizes, iteration count and step size shared by TSGS3VM and FRS3VM.
+
+    Returns ``(labeled_batch, unlabeled_batch, n_iterations, step)`` where ``step`` is the
+    constant step ``gamma`` of every iteration.
+    """
+    batch_size = check_positive_int(estimator.batch_size, "batch_size")
+    labeled_batch = min(batch_size, n_labeled)
+    if estimator.unlabeled_batch_size is None:
+        unlabeled_batch = max(batch_size, math.ceil(n_unlabeled / ITERATIONS_PER_PASS))
+    else:
+        unlabeled_batch = check_positive_int(estimator.unlabeled_batch_size,
+                                             "unlabeled_batch_size")
+    unlabeled_batch = min(unlabeled_batch, n_unlabeled)
+    if estimator.max_iter is not None:
+        n_iterations = check_positive_int(estimator.max_iter, "max_iter")
+    else:
+        passes = check_positive(n_passes, "n_passes")
+        if n_unlabeled:
+            n_iterations = math.ceil(passes * n_unlabeled / unlabeled_batch)
+        else:
+            n_iterations = math.ceil(passes * n_labeled / labeled_batch)
+        n_iterations = max(n_iterations, MINIMUM_ITERATIONS)
+    step_size = _check_step_size(estimator.step_size)
+    if step_size == "theory":
+        # Theorems 1-2 of the TSGS3VM paper: gamma = theta / T^(3/4), 0 < theta <= T^(3/4).
+        theta = check_positive(estimator.theta, "theta")
+        step = theta / n_iterations ** 0.75
+        if step > 1.0:
+            raise ValueError(
+                f"theta={estimator.theta!r} gives a step theta / T^(3/4) = {step:.3g} > 1 for "
+                f"T={n_iterations} iterations; use theta <= {n_iterations ** 0.75:.3g}.")
+    else:
+        step = step_size
+    return labeled_batch, unlabeled_batch, n_iterations, float(step)
+
+
+def batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch, n_iterations):
+    """Yield ``(labeled_indices, unlabeled_indices)`` for each iteration.
+
+    Labeled batches are drawn without replacement, independently each iteration; unlabeled
+    batches walk through a fresh permutation of the unlabeled samples on every pass.
+    """
+    order = rng.permutation(n_unlabeled) if n_unlabeled else np.empty(0, dtype=np.intp)
+    position = 0
+    for _ in range(n_iterations):
+        labeled = (np.arange(n_labeled) if labeled_batch == n_labeled
+                   else rng.choice(n_labeled, labeled_batch, replace=False))
+        if unlabeled_batch == 0:
+            unlabeled = order[:0]
+        else:
+            if position + unlabeled_batch > n_unlabeled:
+                order = rng.permutation(n_unlabeled)
+                position = 0
+            unlabeled = order[position:position + unlabeled_batch]
+            position += unlabeled_batch
+        yield labeled, unlabeled
+
+
+def _stack_rows(A, B):
+    if sp.issparse(A):
+        return sp.vstack([A, B], format="csr")
+    return np.concatenate([A, B], axis=0)
+
+
+def random_feature_scores(X, coefficients, n_blocks, block_size, seed, gamma, kernel,
+                          omega=None, offset=None, dtype=np.float64, compute_dtype=None):
+    r"""Alg. 2 of the TSGS3VM paper: :math:`f(x) = \sum_{i<T} \alpha_i^T \phi_i(x)`.
+
+    ``coefficients`` holds the ``n_blocks * block_size`` numbers :math:`\alpha`; the feature
+    blocks come from the cache (``omega`` (d, T m) and ``offset`` (T m,)) when given and are
+    regenerated from ``seed`` otherwise. Both paths sum the same groups of blocks in the same
+    order. ``dtype`` is the precision of the features: float64 evaluates
+    :math:`\sum_j a_j \cos(p_j + b_j)` with the compiled :func:`cosine_feature_scores`;
+    float32 uses NumPy's vectorized single-precision cosine (about 10x faster, relative error
+    about 1e-6) and accumulates the scores in float64. ``compute_dtype`` (default ``dtype``)
+    evaluates features stored in ``dtype`` at another precision: prediction uses float64, so
+    that a sample's score does not depend on its position in ``X``. Returns float64 scores of
+    shape (n_samples,) (the block factor :math:`\sqrt{2/m}` included).
+    """
+    n_samples = X.shape[0]
+    scores = np.zeros(n_samples)
+    if n_blocks == 0 or n_samples == 0:
+        return scores
+    compute_dtype = dtype if compute_dtype is None else compute_dtype
+    single = np.dtype(compute_dtype) == np.float32
+    X = X.astype(compute_dtype, copy=False)
+    blocks_per_group = max(1, _COLUMNS_PER_GROUP // block_size)
+    for first in range(0, n_blocks, blocks_per_group):
+        last = min(n_blocks, first + blocks_per_group)
+        columns = slice(first * block_size, last * block_size)
+        if omega is None:
+            group_omega, group_offset = feature_blocks(
+                seed, range(first, last), X.shape[1], block_size, gamma, kernel, dtype)
+        else:
+            group_omega, group_offset = omega[:, columns], offset[columns]
+        # a C-ordered copy of the group (d x at most 2048 numbers): numpy's product with a
+        # strided or Fortran-ordered right operand is several times slower
+        group_omega = np.ascontiguousarray(group_omega, dtype=compute_dtype)
+        group_offset = group_offset.astype(compute_dtype, copy=False)
+        group_coefficients = coefficients[columns].astype(compute_dtype)
+        for start in range(0, n_samples, _ROWS_PER_CHUNK):
+            rows = slice(start, min(n_samples, start + _ROWS_PER_CHUNK))
+            projections = X[rows] @ group_omega
+            if sp.issparse(projections):  # pragma: no cover - CSR @ dense is dense
+                projections = projections.toarray()
+            if single:
+                projections += group_offset
+                np.cos(projections, out=projections)
+                scores[rows] += projections @ group_coefficients
+            else:
+                cosine_feature_scores(np.ascontiguousarray(projections), group_offset,
+                                      group_coefficients, scores[rows])
+    scores *= math.sqrt(2.0 / block_size)
+    return scores
+
+
+class TSGS3VM(BaseSemiSupervisedClassifier):
+    r"""Semi-supervised kernel SVM trained by triply stochastic gradients (TSGS3VM).
+
+    Minimizes the S3VM objective
+    :math:`\tfrac12\|f\|^2 + C \sum_L \max(0, 1 - y f(x)) + C^* \sum_U u(f(x))` over an RKHS
+    (rbf or laplacian kernel) with Alg. 1 of the TSGS3VM paper in mini-batches: each iteration
+    draws a labeled batch, an unlabeled batch and a new block of random features, and appends
+    one coefficient block (see the module docstring). Samples with ``y == -1`` are unlabeled.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Weight of the hinge loss summed over the labeled samples (as in ``SVC``).
+    C_star : float or None, default=None
+        Weight of the unlabeled loss summed over the unlabeled samples; ``None`` gives
+        ``C n_l / n_u`` (Section 6.1 of the paper). ``0`` trains a supervised SVM.
+    kernel : {"rbf", "laplacian"}, default="rbf"
+    gamma : "scale", "auto" or float, default="scale"
+        Kernel width; ``"scale"`` is ``1 / (n_features X.var())`` as in ``SVC``.
+    unlabeled_loss : {"symmetric_hinge", "squared_symmetric_hinge", "ramp", \
+"differentiable_approximation"}, default="symmetric_hinge"
+        The loss ``u`` of Table 2.
+    ramp_s : float, default=-0.3
+        The ``s < 1`` of the ramp loss.
+    batch_size : int, default=256
+        Labeled samples per iteration (all of them when fewer).
+    unlabeled_batch_size : int or None, default=None
+        Unlabeled samples per iteration; ``None`` gives ``max(batch_size, ceil(n_u / 128))``,
+        so one pass takes at most 128 iterations.
+    n_features_per_iter : int or None, default=None
+        Random features ``m`` added per iteration; ``None`` gives
+        ``min(ceil(sqrt(n)), 128)``.
+    step_size : float in (0, 1] or "theory", default=0.1
+        Constant step ``gamma = 1 / eta`` (the paper's protocol) or ``theta / T^(3/4)``
+        (Theorems 1-2).
+    theta : float, default=1.0
+        The ``theta`` of ``step_size="theory"``.
+    max_iter : int or None, default=None
+        Iterations ``T``; ``None`` runs ``n_passes`` passes over the unlabeled samples, and at
+        least 128 iterations.
+    n_passes : float, default=1.0
+        Passes over the unlabeled samples when ``max_iter`` is None (the paper runs one).
+    feature_cache : {"cached", "regenerate"} or bool, default="cached"
+        Keep the feature blocks (fast, ``d T m`` numbers) or regenerate them from the seed
+        when evaluating the model (Alg. 2; the model is ``T m`` coefficients and one seed).
+    random_state : int, RandomState instance or None, default=None
+    feature_dtype : {"float32", "float64"}, default="float32"
+        Precision of the random features and their cosines. float32 is about 10x faster
+        (vectorized single-precision cosine) with relative error about 1e-6 in ``f``;
+        float64 runs the compiled double-precision kernel.
+    balance : bool, default=True
+        Add an intercept ``b`` that enforces the balancing constraint of Chapelle & Zien
+        (2005) and Collobert et al. (2006): the mean of ``f(x) + b`` over the unlabeled samples
+        equals the mean label of the labeled samples (``b`` is set from each unlabeled batch
+        and, at the end, from up to 4096 unlabeled samples). The paper's formulation (1) has
+        no intercept and no constraint (``balance=False``); without the constraint the
+        unlabeled loss is often minimized by putting every unlabeled sample in one class.
+    unlabeled_ramp_up : float in [0, 1], default=0.5
+        Fraction of the iterations over which the weight of the unlabeled loss grows linearly
+        from 0 to ``C_star`` (the annealing of Chapelle & Zien 2005, which lets the labeled
+        samples shape ``f`` before the non-convex term acts); 0 is Alg. 1 as printed.
+    verbose : int, default=0
+        Print one line per ``record_every`` iterations.
+    callback : callable or None, default=None
+        Called with each history record; returning ``True`` stops training.
+    record_every : int, default=8
+        Iterations between history records.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labeled classes.
+    binary_models_ : list of dict
+        One model per binary problem: ``coefficients`` (T m,), ``seed``, ``n_blocks``,
+        ``block_size``, and ``omega``/``offset`` when the blocks are cached.
+    n_iter_ : int
+    history_ : list of dict
+        ``iteration``, ``samples_seen``, ``seconds``, batch ``labeled_loss`` (mean hinge) and
+        ``unlabeled_loss`` (mean ``u``), ``problem``.
+    n_features_in_ : int
+    """
+
+    def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
+                 unlabeled_loss="symmetric_hinge", ramp_s=-0.3, batch_size=256,
+                 unlabeled_batch_size=None, n_features_per_iter=None, step_size=0.1, theta=1.0,
+                 max_iter=None, n_passes=1.0, feature_cache="cached", random_state=None,
+                 feature_dtype="float32", balance=True, unlabeled_ramp_up=0.5, verbose=0, callback=None, record_every=8):
+        self.C = C
+        self.C_star = C_star
+        self.kernel = kernel
+        self.gamma = gamma
+        self.unlabeled_loss = unlabeled_loss
+        self.ramp_s = ramp_s
+        self.batch_size = batch_size
+        self.unlabeled_batch_size = unlabeled_batch_size
+        self.n_features_per_iter = n_features_per_iter
+        self.step_size = step_size
+        self.theta = theta
+        self.max_iter = max_iter
+        self.n_passes = n_passes
+        self.feature_cache = feature_cache
+        self.random_state = random_state
+        self.feature_dtype = feature_dtype
+        self.balance = balance
+        self.unlabeled_ramp_up = unlabeled_ramp_up
+        self.verbose = verbose
+        self.callback = callback
+        self.record_every = record_every
+
+    def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
+        self._kernel = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
+        if isinstance(self.feature_cache, (bool, np.bool_)):
+            self._cached = bool(self.feature_cache)
+        else:
+            self._cached = check_choice(self.feature_cache, "feature_cache",
+                                        ("cached", "regenerate")) == "cached"
+        (self._labeled_batch, self._unlabeled_batch, self._n_iterations,
+         self._step) = resolve_stochastic_schedule(self, n_labeled, n_unlabeled, self.n_passes)
+        if self.n_features_per_iter is None:
+            self._block_size = min(math.ceil(math.sqrt(n_labeled + n_unlabeled)),
+                                   MAXIMUM_FEATURES_PER_ITERATION)
+        else:
+            self._block_size = check_positive_int(self.n_features_per_iter,
+                                                  "n_features_per_iter")
+        self._record_every = check_positive_int(self.record_every, "record_every")
+        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
+        self._dtype = np.dtype(check_choice(self.feature_dtype, "feature_dtype",
+                                            ("float32", "float64")))
+
+    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+        seed = draw_seed(rng)
+        state, history, n_iter = tsgs3vm_train(
+            X_labeled, y_signed, X_unlabeled, rng, seed=seed, C=self._C, C_star=self._C_star,
+            gamma=self._gamma, kernel=self._kernel, unlabeled_loss=self._unlabeled_loss,
+            unlabeled_parameter=self._unlabeled_parameter, labeled_batch=self._labeled_batch,
+            unlabeled_batch=self._unlabeled_batch, n_iterations=self._n_iterations,
+            block_size=self._block_size, step=self._step, cached=self._cached,
+            dtype=self._dtype, balance=self.balance, ramp_up=self._ramp_up,
+            monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                    label=f"TSGS3VM[{problem_index}] "),
+            record_every=self._record_every)
+        return state, history, n_iter
+
+    def _decision_binary(self, X, state):
+        scores = random_feature_scores(
+            X, state["coefficients"], int(state["n_blocks"]), int(state["block_size"]),
+            int(state["seed"]), float(state["gamma"]), str(state["kernel"]),
+            state.get("omega"), state.get("offset"), np.dtype(str(state["dtype"])),
+            compute_dtype=np.float64)
+        return scores + float(state["intercept"])
+
+    def _squared_norm_binary(self, state):
+        r"""The regularizer of the fitted model, :math:`\|\alpha\|_2^2`: the squared norm of
+        :math:`f = \sum_i \alpha_i^T \phi_i(x)` in the space of its random features, the
+        norm that every functional step shrinks by :math:`(1 - \gamma)` (eq. (7))."""
+        coefficients = state["coefficients"]
+        return float(coefficients @ coefficients)
+
+    def model_size(self):
+        """Numbers stored by the fitted model: coefficients, seeds and block counts, plus the
+        cached frequencies when ``feature_cache="cached"``."""
+        total = 0
+        for state in self.binary_models_:
+            for value in state.values():
+                total += np.size(value) if isinstance(value, np.ndarray) else 1
+        return int(total)
+
+
+def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gamma, kernel,
+                  unlabeled_loss, unlabeled_parameter, labeled_batch, unlabeled_batch,
+                  n_iterations, block_size, step, cached, dtype=np.float64, balance=True,
+                  ramp_up=0.0, monitor=None, record_every=8):
+    """Alg. 1 of the TSGS3VM paper with mini-batches and lazy scaling (one binary problem).
+
+    Returns ``(state, history, n_iter)`` as ``_fit_binary`` does.
+    Twin: :func:`tests.reference_semi.tsgs3vm_reference`.
+    """
+    n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
+    n_features = X_labeled.shape[1]
+    m = block_size
+    coefficients = np.zeros(n_iterations * m)  # raw a_j; alpha_j = scale * a_j
+    scale = 1.0
+    if cached:
+        omega_cache = np.empty((n_features, n_iterations * m), dtype=dtype)
+        offset_cache = np.empty(n_iterations * m, dtype=dtype)
+    labeled_weight = C * n_labeled / labeled_batch if labeled_batch else 0.0
+    unlabeled_weight = C_star * n_unlabeled / unlabeled_batch if unlabeled_batch else 0.0
+    hinge = MARGIN_LOSSES["hinge"]
+    labeled_losses, unlabeled_losses = [], []
+    # Balancing constraint (Chapelle & Zien 2005; Collobert et al. 2006): the mean output on
+    # the unlabeled samples equals the mean label of the labeled ones, enforced by an intercept
+    # set from each unlabeled batch. Without it the unlabeled loss is minimized by sending
+    # every unlabeled sample to one class.
+    target = float(np.mean(y_signed)) if n_labeled else 0.0
+    use_balance = balance and n_unlabeled > 0
+    intercept = 0.0
+    # The labeled samples are few and revisited every iteration: keep their raw outputs
+    # sum_j a_j^T phi_j(x) up to date (O(n_l m d) per iteration) instead of summing all blocks
+    # again (O(|B_l| i m d)), when that is cheaper over the run.
+    incremental = n_labeled <= labeled_batch * n_iterations / 2
+    if incremental:
+        labeled_raw = np.zeros(n_labeled)
+        X_labeled_features = X_labeled.astype(dtype, copy=False)
+    n_done = 0
+    samples_seen = 0
+    schedule = batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch,
+                              n_iterations)
+    for iteration, (labeled_indices, unlabeled_indices) in enumerate(schedule):
+        if incremental:
+            batch = X_unlabeled[unlabeled_indices]
+        else:
+            batch = _stack_rows(X_labeled[labeled_indices], X_unlabeled[unlabeled_indices])
+        n_batch_labeled = len(labeled_indices)
+        # Alg. 1, lines 5-6: f on both batches from the blocks drawn so far.
+        columns = iteration * m
+        if cached:
+            outputs = random_feature_scores(
+                batch, coefficients[:columns], iteration, m, seed, gamma, kernel,
+                omega_cache[:, :columns], offset_cache[:columns], dtype)
+        else:
+            outputs = random_feature_scores(batch, coefficients[:columns], iteration, m, seed,
+                                            gamma, kernel, dtype=dtype)
+        if incremental:
+            outputs = np.concatenate([labeled_raw[labeled_indices], outputs])
+        outputs *= scale
+        if use_balance:
+            intercept = target - float(outputs[n_batch_labeled:].mean())
+            outputs += intercept
+        labeled_outputs = outputs[:n_batch_labeled]
+        unlabeled_outputs = outputs[n_batch_labeled:]
+        signs = y_signed[labeled_indices]
+        # eq. (4): l'(f(x), y) = -y when y f(x) < 1, and u'(f(x)) of Table 2.
+        weights = np.empty(outputs.shape[0])
+        weights[:n_batch_labeled] = labeled_weight * hinge.derivative(
+            signs * labeled_outputs) * signs
+        # Annealing: the unlabeled weight grows linearly over the first ramp_up * T iterations.
+        ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
+        weights[n_batch_labeled:] = ramp * unlabeled_weight * unlabeled_loss.derivative(
+            unlabeled_outputs, unlabeled_parameter)
+        # Alg. 1, line 4: the block of seed (s, i).
+        omega, offset = feature_block(seed, iteration, n_features, m, gamma, kernel, dtype)
+        if cached:
+            omega_cache[:, columns:columns + m] = omega
+            offset_cache[columns:columns + m] = offset
+        features = transform_block(batch.astype(dtype, copy=False), omega, offset)
+        weights = weights.astype(dtype)
+        # eq. (7), Alg. 1 lines 7-8: alpha_i = -gamma xi_i(phi_i), alpha_j *= (1 - gamma).
+        if incremental:
+            labeled_features = transform_block(X_labeled_features, omega, offset)
+            new_block = -step * (labeled_features[labeled_indices].T @ weights[:n_batch_labeled]
+                                 + features.T @ weights[n_batch_labeled:])
+        else:
+            new_block = -step * (features.T @ weights)
+        scale *= 1.0 - step
+        if scale == 0.0:  # step == 1 forgets every earlier block
+            coefficients[:columns] = 0.0
+            if incremental:
+                labeled_raw[:] = 0.0
+            scale = 1.0
+        elif scale < 1e-200:
+            coefficients[:columns] *= scale
+            if incremental:
+                labeled_raw *= scale
+            scale = 1.0
+        coefficients[columns:columns + m] = new_block / scale
+        if incremental:
+            labeled_raw += labeled_features @ coefficients[columns:columns + m].astype(dtype)
+        n_done = iteration + 1
+        samples_seen += outputs.shape[0]
+        labeled_losses.append(float(hinge.value(signs * labeled_outputs).mean()))
+        if unlabeled_outputs.shape[0]:
+            unlabeled_losses.append(float(unlabeled_loss.value(
+                unlabeled_outputs, unlabeled_parameter).mean()))
+        if monitor is not None and (n_done % record_every == 0 or n_done == n_iterations):
+            record = {"iteration": n_done, "samples_seen": samples_seen,
+                      "labeled_loss": float(np.mean(labeled_losses)),
+                      "unlabeled_loss": float(np.mean(unlabeled_losses))
+                      if unlabeled_losses else 0.0}
+            labeled_losses, unlabeled_losses = [], []
+            if monitor.record(record):
+                break
+    used = n_done * m
+    coefficients = coefficients[:used] * scale
+    if use_balance:
+        # Final intercept from the balancing constraint on (at most 4096) unlabeled samples.
+        probe = rng.choice(n_unlabeled, min(n_unlabeled, 4096), replace=False)
+        probe.sort()
+        if cached:
+            probe_scores = random_feature_scores(
+                X_unlabeled[probe], coefficients, n_done, m, seed, gamma, kernel,
+                omega_cache[:, :used], offset_cache[:used], dtype)
+        else:
+            probe_scores = random_feature_scores(X_unlabeled[probe], coefficients, n_done, m,
+                                                 seed, gamma, kernel, dtype=dtype)
+        intercept = target - float(probe_scores.mean())
+    state = {"coefficients": coefficients, "intercept": float(intercept), "seed": int(seed),
+             "n_blocks": int(n_done), "block_size": int(m), "gamma": float(gamma),
+             "kernel": str(kernel), "dtype": np.dtype(dtype).name}
+    if cached:
+        state["omega"] = np.ascontiguousarray(omega_cache[:, :used])
+        state["offset"] = offset_cache[:used].copy()
+    history = monitor.history if monitor is not None else []
+    return state, history, n_done

@@ -1,0 +1,691 @@
+r"""Exact small-n transductive SVMs: label switching (S3VMlight) and CCCP on the ramp loss.
+
+Both estimators solve, per binary problem with labels :math:`y_i \in \{-1, +1\}`, the
+semi-supervised SVM of :mod:`stochsvm.semi._base` with an intercept :math:`b`,
+
+.. math::
+
+    \min_{w, b}\; \tfrac12\|w\|^2 + C\sum_{i\in L} H_1(y_i f(x_i))
+                 + C^*\sum_{j\in U} u(f(x_j)),\qquad f(x) = \langle w, \phi(x)\rangle + b,
+
+with :math:`H_a(t) = \max(0, a - t)`, :math:`C^* = C n_l / n_u` by default (Section 6.1 of the
+TSGS3VM paper) and a *balancing constraint* that stops the trivial solution putting every
+unlabeled sample in one class. They are the two exact baselines of the TSGS3VM paper
+(S3VMlight and BLS3VM of its Table 1 and Section 6): every convex sub-problem is solved to
+optimality on the full ``n x n`` Gram matrix, so they serve as small-n references and refuse
+more than ``max_samples`` samples (use :class:`stochsvm.semi.tsgs3vm.TSGS3VM` beyond).
+
+:class:`SelfLabelingTSVM` (Joachims 1999)
+    Transductive SVM with imputed labels :math:`\hat y_j` for the unlabeled samples,
+    :math:`u(f(x_j)) = H_1(\hat y_j f(x_j))`, minimized over :math:`(w, b)` and over labelings
+    with exactly :math:`k = \operatorname{round}(p\, n_u)` positives (``positive_fraction``
+    :math:`p`; default the labeled class ratio). Each SVM is solved by
+    :class:`sklearn.svm.SVC` on the precomputed kernel with per-sample costs as sample weights.
+    Joachims' algorithm: train on the labeled samples, label the :math:`k` unlabeled samples
+    with the largest :math:`f` positive, then anneal :math:`C^*_-` from ``1e-5`` and
+    :math:`C^*_+ = C^*_- k / (n_u - k)` by doubling up to :math:`C^*`; at every level retrain
+    and switch pairs (one positive, one negative imputed label) while that lowers the objective.
+    Switching a pair :math:`(m, l)` at fixed :math:`(w, b)` changes the objective by
+
+    .. math::
+
+        \Delta_{ml} = C^*_- H_1(-f_m) + C^*_+ H_1(f_l) - C^*_+ H_1(f_m) - C^*_- H_1(-f_l),
+
+    which for equal costs is negative exactly when Joachims' condition
+    :math:`\xi_m + \xi_l > 2` holds (with positive slacks). Every pair with
+    :math:`\Delta_{ml} < 0` is switched before the next retraining (greedily pairing the most
+    violated positive with the most violated negative), so the old :math:`(w, b)` is feasible
+    with a strictly smaller objective and the retrained SVM is at least as good: within one
+    cost level the objective decreases monotonically (recorded in ``history_``). The balancing
+    constraint is the fixed number :math:`k` of positive imputed labels.
+
+:class:`CCCPTSVM` (Collobert, Sinz, Weston and Bottou 2006)
+    The symmetric ramp loss :math:`u(t) = R_s(t) + R_s(-t)`, :math:`R_s = H_1 - H_s`
+    (``ramp_s`` :math:`= s`, default -0.3), with Collobert et al.'s balancing constraint
+
+    .. math:: \frac{1}{n_u}\sum_{j\in U} f(x_j) = \zeta = 2p - 1
+
+    (their :math:`\frac1L\sum_{i \in L} y_i` when ``positive_fraction`` is the labeled ratio).
+    The ramp pair is :math:`u(t) = (1 - s) + \min(1 - |s|, H_1(|t|))`. At the current
+    :math:`f^k` the CCCP step replaces it by a convex upper bound that touches it at
+    :math:`f^k(x_j)`:
+
+    .. math::
+
+        M_j(t) = \begin{cases} (1 - s) + H_1(\sigma_j t), & |f^k(x_j)| \ge |s|,
+                 \ \sigma_j = \operatorname{sign} f^k(x_j),\\
+                 (1 - s) + (1 - |s|), & \text{otherwise,}\end{cases}
+
+    so every convex step is a hinge-loss SVM on the labeled samples plus the confidently
+    self-labeled unlabeled samples. Collobert et al. linearize the concave part
+    :math:`-H_s` instead; for :math:`s \le 0` their bound is never below :math:`M_j` (it adds
+    :math:`C^* \max(0, -\sigma_j t - 1)`, or :math:`C^*(\max(2, 1+|t|) - 2)` for the
+    unconfident samples), so the step used here is the tighter majorization of the same
+    objective and keeps the CCCP guarantee :math:`J(f^{k+1}) \le M(f^{k+1}) \le M(f^k) = J(f^k)`.
+    The balancing constraint is exact: writing :math:`\tilde\phi = \phi - \bar\phi_U` (the
+    kernel centred on the unlabeled mean, Collobert et al.'s extra example :math:`x_0`), the
+    constraint fixes :math:`b` and :math:`f(x) = \langle w, \tilde\phi(x)\rangle + \zeta`, so
+    each step is the bias-free SVM with margins :math:`m_i = 1 - y_i\zeta`,
+
+    .. math::
+
+        \max_{0 \le a_i \le c_i}\; \sum_i m_i a_i - \tfrac12 \sum_{i,j} a_i a_j y_i y_j
+        \tilde K_{ij},
+
+    a box-constrained convex QP solved by exact cyclic coordinate descent (LIBLINEAR's dual
+    method) until every projected-gradient component is below ``tol`` (the duality gap of
+    each step is recorded). scikit-learn's ``SVC`` cannot be used for this step: its free intercept
+    cannot express the equality constraint. The iteration stops when the self-labels
+    :math:`\sigma` repeat (the step would return the same solution) or after ``max_iter`` steps.
+    The starting point is the balanced SVM on the labeled samples alone (the step with no
+    unlabeled term), Collobert et al.'s initialization.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC
+
+from .._core.kernels import KERNELS, kernel_block
+from .._core.losses import get_unlabeled_loss
+from .._core.monitor import TrainingMonitor
+from .._core.validation import check_choice, check_positive, check_positive_int
+from ._base import BaseSemiSupervisedClassifier
+
+__all__ = ["SelfLabelingTSVM", "CCCPTSVM"]
+
+# Joachims' starting value of the annealed unlabeled costs (S3VMlight).
+_ANNEAL_START = 1e-5
+
+
+# --------------------------------------------------------------------------------------
+# helpers shared with the other kernel-expansion models of this package
+# --------------------------------------------------------------------------------------
+def _dense_rows(X):
+    """Rows as a float64 ndarray (support vectors are stored dense so models save as arrays)."""
+    if sp.issparse(X):
+        return np.asarray(X.toarray(), dtype=np.float64)
+    return np.asarray(X, dtype=np.float64)
+
+
+def _stack_rows(A, B):
+    if sp.issparse(A) or sp.issparse(B):
+        return sp.vstack([sp.csr_matrix(A), sp.csr_matrix(B)], format="csr")
+    return np.vstack([A, B])
+
+
+def _check_positive_fraction(value, y_signed):
+    """``None`` -> the labeled ratio of positives; otherwise a float in (0, 1)."""
+    if value is None:
+        return float(np.mean(y_signed > 0))
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+            np.isfinite(value) and 0.0 < value < 1.0):
+        raise ValueError(f"positive_fraction={value!r} must be a number strictly between 0 "
+                         "and 1 (the expected share of positives among the unlabeled samples), "
+                         "or None for the labeled class ratio.")
+    return float(value)
+
+
+def _check_max_samples(estimator, n_samples):
+    limit = check_positive_int(estimator.max_samples, "max_samples")
+    if n_samples > limit:
+        raise ValueError(
+            f"{type(estimator).__name__} is an exact small-n reference: it holds the "
+            f"{n_samples} x {n_samples} kernel matrix and solves every convex sub-problem "
+            f"exactly, and {n_samples} samples exceed max_samples={limit}. Use "
+            "stochsvm.semi.tsgs3vm.TSGS3VM (or FRS3VM / BGS3VM) for large data sets, or raise "
+            "max_samples if the memory and time are acceptable.")
+
+
+class _UnlabeledLossByName:
+    """Keep the fitted unlabeled loss as its name, so that :mod:`stochsvm.io` can save the
+    model (a :class:`~stochsvm._core.losses.Loss` holds compiled functions); reading
+    ``_unlabeled_loss`` returns the :class:`Loss` again."""
+
+    @property
+    def _unlabeled_loss(self):
+        return get_unlabeled_loss(self._unlabeled_loss_name)
+
+    @_unlabeled_loss.setter
+    def _unlabeled_loss(self, loss):
+        self._unlabeled_loss_name = loss.name
+
+
+class _KernelExpansionModel(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
+    """Binary models stored as ``f(x) = sum_j coef_j k(sv_j, x) + intercept``.
+
+    ``state`` keys: ``support_vectors`` (dense rows), ``coef``, ``intercept``.
+    """
+
+    def _resolve_kernel(self):
+        self._kernel_name = check_choice(self.kernel, "kernel", KERNELS)
+        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or \
+                self.degree < 1:
+            raise ValueError(f"degree={self.degree!r} must be an integer >= 1.")
+        if isinstance(self.coef0, bool) or not isinstance(self.coef0, numbers.Real) or \
+                not np.isfinite(self.coef0):
+            raise ValueError(f"coef0={self.coef0!r} must be a finite number.")
+
+    def _kernel(self, A, B):
+        return kernel_block(A, B, self._kernel_name, self._gamma, int(self.degree),
+                            float(self.coef0))
+
+    def _decision_binary(self, X, state):
+        support = state["support_vectors"]
+        if support.shape[0] == 0:
+            return np.full(X.shape[0], float(state["intercept"]))
+        return self._kernel(X, support) @ state["coef"] + float(state["intercept"])
+
+    def _squared_norm_binary(self, state):
+        support = state["support_vectors"]
+        if support.shape[0] == 0:
+            return 0.0
+        coef = state["coef"]
+        return float(coef @ self._kernel(support, support) @ coef)
+
+
+def _expansion_state(X_all, coef, intercept, extra=None):
+    nonzero = np.flatnonzero(coef != 0.0)
+    state = {"support_vectors": _dense_rows(X_all[nonzero]),
+             "coef": np.asarray(coef[nonzero], dtype=np.float64),
+             "intercept": float(intercept)}
+    if extra:
+        state.update(extra)
+    return state
+
+
+def _fit_weighted_svc(gram, labels, costs, tol):
+    """Exact weighted SVM ``1/2||w||^2 + sum_i costs_i H_1(labels_i f(x_i))`` with intercept.
+
+    Solved by libsvm (``SVC``, precomputed kernel, costs as sample weights) on the samples with
+    a positive cost. Returns the expansion coefficients over all samples and the intercept.
+    """
+    keep = np.flatnonzero(costs > 0.0)
+    model = SVC(C=1.0, kernel="precomputed", tol=tol, max_iter=-1)
+    model.fit(gram[np.ix_(keep, keep)], labels[keep], sample_weight=costs[keep])
+    coef = np.zeros(gram.shape[0])
+    # Binary SVC: decision_function = K[:, support_] @ dual_coef_[0] + intercept_[0].
+    coef[keep[model.support_]] = model.dual_coef_[0]
+    return coef, float(model.intercept_[0])
+
+
+def _hinge(t):
+    return np.maximum(0.0, 1.0 - t)
+
+
+# --------------------------------------------------------------------------------------
+# S3VMlight-style label switching
+# --------------------------------------------------------------------------------------
+def switching_pairs(outputs, labels, cost_positive, cost_negative):
+    r"""Pairs of imputed labels whose switch lowers the TSVM objective at fixed ``f``.
+
+    Positives (``labels == 1``) are taken in increasing ``f``, negatives in decreasing ``f``
+    (most violated first) and paired in that order while the change
+    :math:`\Delta = C^*_- H_1(-f_m) + C^*_+ H_1(f_l) - C^*_+ H_1(f_m) - C^*_- H_1(-f_l)` is
+    negative (beyond rounding). Returns two index arrays ``(positives, negatives)`` of equal
+    length: switching all of them lowers the objective by ``-sum(Delta)``.
+    """
+    positives = np.flatnonzero(labels > 0)
+    negatives = np.flatnonzero(labels < 0)
+    positives = positives[np.argsort(outputs[positives], kind="stable")]
+    negatives = negatives[np.argsort(-outputs[negatives], kind="stable")]
+    count = min(len(positives), len(negatives))
+    positives, negatives = positives[:count], negatives[:count]
+    f_m, f_l = outputs[positives], outputs[negatives]
+    delta = (cost_negative * _hinge(-f_m) + cost_positive * _hinge(f_l)
+             - cost_positive * _hinge(f_m) - cost_negative * _hinge(-f_l))
+    scale = max(cost_positive, cost_negative) * 1e-10
+    improving = delta < -scale
+    stop = count if improving.all() else int(np.argmin(improving))
+    return positives[:stop], negatives[:stop]
+
+
+def balanced_labeling_loss(outputs, n_positive):
+    r"""``min`` over labelings with ``n_positive`` positives of ``sum_j H_1(yhat_j f_j)``.
+
+    :math:`H_1(t) - H_1(-t)` decreases in :math:`t`, so the minimum puts the ``n_positive``
+    largest outputs in the positive class.
+    """
+    outputs = np.asarray(outputs, dtype=np.float64)
+    order = np.argsort(-outputs, kind="stable")
+    labels = -np.ones(len(outputs))
+    labels[order[:n_positive]] = 1.0
+    return float(_hinge(labels * outputs).sum())
+
+
+class SelfLabelingTSVM(_KernelExpansionModel):
+    r"""Transductive SVM by label switching (S3VMlight, Joachims 1999); exact, small n.
+
+    See the module docstring for the algorithm. Unlabeled samples carry ``y == -1``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Cost of the labeled hinge losses (a sum, as in :class:`sklearn.svm.SVC`).
+    C_star : float or None, default=None
+        Final cost :math:`C^*` of the unlabeled hinge losses; ``None`` gives ``C n_l / n_u``.
+        ``0`` gives the SVC on the labeled samples alone.
+    kernel : {"rbf", "linear", "poly"}, default="rbf"
+    gamma : "scale", "auto" or float, default="scale"
+        RBF / polynomial kernel width (``"scale"``: ``1 / (n_features X.var())`` over all
+        samples, labeled and unlabeled).
+    degree : int, default=3
+    coef0 : float, default=0.0
+    positive_fraction : float in (0, 1) or None, default=None
+        Share :math:`p` of unlabeled samples labeled positive (the balancing constraint,
+        :math:`k = \operatorname{round}(p\, n_u)`); ``None`` uses the labeled class ratio of
+        each binary problem.
+    max_iter : int, default=1000
+        Maximum number of SVM trainings per binary problem (the labeled-only start included).
+    tol : float, default=1e-6
+        libsvm's stopping tolerance for every SVM (small, so that the recorded objective is
+        the exact optimum of each sub-problem).
+    max_samples : int, default=5000
+        Refuse more samples than this (the Gram matrix takes ``8 n^2`` bytes and each SVM is
+        solved exactly); TSGS3VM is the scalable alternative.
+    verbose : int, default=0
+    callback : callable or None, default=None
+        Called with each history record; returning ``True`` stops the binary problem.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    binary_models_ : list of dict
+        Per binary problem: ``support_vectors``, ``coef``, ``intercept``,
+        ``positive_fraction``, ``unlabeled_labels`` (the imputed labels, in the order of the
+        unlabeled samples in ``X``).
+    history_ : list of dict
+        One record per SVM training: ``iteration``, ``stage`` (cost level),
+        ``C_star_positive``, ``C_star_negative``, ``objective`` (the TSVM objective at that
+        level and labeling), ``switched`` (pairs switched before this training), ``seconds``,
+        ``problem``.
+    n_iter_ : int
+        Largest number of SVM trainings over the binary problems (the labeled-only start
+        included).
+    n_features_in_ : int
+    """
+
+    def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
+                 positive_fraction=None, max_iter=1000, tol=1e-6, max_samples=5000, verbose=0,
+                 callback=None):
+        self.C = C
+        self.C_star = C_star
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.positive_fraction = positive_fraction
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_samples = max_samples
+        self.verbose = verbose
+        self.callback = callback
+
+    def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
+        self._resolve_kernel()
+        self._max_iter = check_positive_int(self.max_iter, "max_iter")
+        self._tol = check_positive(self.tol, "tol")
+        _check_max_samples(self, n_labeled + n_unlabeled)
+        if self.positive_fraction is not None:
+            _check_positive_fraction(self.positive_fraction, np.ones(1))
+        # The transductive loss of an unlabeled sample, minimized over its label, is the
+        # symmetric hinge max(0, 1 - |f|); objective() adds the balancing constraint.
+        self._unlabeled_loss = get_unlabeled_loss("symmetric_hinge")
+        self._unlabeled_parameter = 0.0
+
+    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+        n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
+        X_all = _stack_rows(X_labeled, X_unlabeled)
+        gram = self._kernel(X_all, X_all)
+        fraction = _check_positive_fraction(self.positive_fraction, y_signed)
+        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                  label=f"SelfLabelingTSVM[{problem_index}] ")
+        labeled = slice(0, n_labeled)
+        unlabeled = slice(n_labeled, n_labeled + n_unlabeled)
+        costs = np.zeros(n_labeled + n_unlabeled)
+        costs[labeled] = self._C
+        labels = np.concatenate([y_signed, np.zeros(n_unlabeled)])
+        coef, intercept = _fit_weighted_svc(gram, labels, costs, self._tol)
+        iteration = 1
+        n_positive = int(round(fraction * n_unlabeled))
+        extra = {"positive_fraction": fraction}
+        final_C_star = self._C_star
+        if n_unlabeled == 0 or final_C_star == 0.0:
+            outputs = gram @ coef + intercept
+            value = 0.5 * coef @ gram @ coef + float((costs * _hinge(labels * outputs)).sum())
+            monitor.record({"iteration": iteration, "stage": 0, "C_star_positive": 0.0,
+                            "C_star_negative": 0.0, "objective": float(value), "switched": 0})
+            extra["unlabeled_labels"] = np.zeros(n_unlabeled)
+            return _expansion_state(X_all, coef, intercept, extra), monitor.history, iteration
+
+        # Initial labeling: the n_positive largest outputs of the labeled-only SVM are positive.
+        outputs_unlabeled = gram[unlabeled] @ coef + intercept
+        order = np.argsort(-outputs_unlabeled, kind="stable")
+        imputed = -np.ones(n_unlabeled)
+        imputed[order[:n_positive]] = 1.0
+        n_negative = n_unlabeled - n_positive
+        cost_negative = min(_ANNEAL_START, final_C_star)
+        cost_positive = min(cost_negative * n_positive / max(n_negative, 1), final_C_star)
+        stage = 0
+        stopped = False
+        converged = True
+        while True:
+            switched = 0
+            while True:
+                if iteration >= self._max_iter:
+                    converged = False
+                    break
+                labels[unlabeled] = imputed
+                costs[unlabeled] = np.where(imputed > 0, cost_positive, cost_negative)
+                coef, intercept = _fit_weighted_svc(gram, labels, costs, self._tol)
+                iteration += 1
+                outputs = gram @ coef + intercept
+                value = 0.5 * coef @ gram @ coef + float((costs * _hinge(labels * outputs)).sum())
+                if monitor.record({"iteration": iteration, "stage": stage,
+                                   "C_star_positive": float(cost_positive),
+                                   "C_star_negative": float(cost_negative),
+                                   "objective": float(value), "switched": switched}):
+                    stopped = True
+                    break
+                positives, negatives = switching_pairs(outputs[unlabeled], imputed,
+                                                       cost_positive, cost_negative)
+                if len(positives) == 0:
+                    break
+                imputed[positives] = -1.0
+                imputed[negatives] = 1.0
+                switched = len(positives)
+            if stopped or not converged:
+                break
+            if cost_negative >= final_C_star and cost_positive >= final_C_star:
+                break
+            cost_negative = min(2.0 * cost_negative, final_C_star)
+            cost_positive = min(2.0 * cost_positive, final_C_star)
+            stage += 1
+        if not converged:
+            warnings.warn(f"SelfLabelingTSVM stopped after max_iter={self._max_iter} SVM "
+                          "trainings before the label switching converged; raise max_iter.",
+                          ConvergenceWarning)
+        extra["unlabeled_labels"] = imputed.copy()
+        return _expansion_state(X_all, coef, intercept, extra), monitor.history, iteration
+
+    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state):
+        r"""TSVM objective: :math:`\tfrac12\|w\|^2 + C\sum_L H_1(y f) + C^* \min_{\hat y}
+        \sum_U H_1(\hat y f)` over labelings with ``round(p n_u)`` positives."""
+        value = 0.5 * self._squared_norm_binary(state)
+        if X_labeled.shape[0]:
+            value += self._C * float(_hinge(y_signed * self._decision_binary(X_labeled,
+                                                                              state)).sum())
+        if X_unlabeled.shape[0] and self._C_star > 0:
+            n_positive = int(round(float(state["positive_fraction"]) * X_unlabeled.shape[0]))
+            value += self._C_star * balanced_labeling_loss(
+                self._decision_binary(X_unlabeled, state), n_positive)
+        return value
+
+
+# --------------------------------------------------------------------------------------
+# CCCP on the ramp loss with the balancing constraint
+# --------------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def _box_qp_coordinate_descent(quadratic, upper, a, gradient, tol, max_epochs):
+    """Cyclic exact coordinate minimization of ``1/2 a'Qa - m'a`` over ``0 <= a <= c``.
+
+    ``a`` and ``gradient`` (``= Q a - m``) are updated in place. One epoch visits every
+    coordinate once; the loop stops after the first epoch that starts with a largest
+    projected-gradient violation ``<= tol``. Returns the number of epochs run.
+    """
+    n = a.shape[0]
+    for epoch in range(max_epochs):
+        violation = 0.0
+        for i in range(n):
+            g = gradient[i]
+            if a[i] <= 0.0:
+                v = -g if g < 0.0 else 0.0
+            elif a[i] >= upper[i]:
+                v = g if g > 0.0 else 0.0
+            else:
+                v = abs(g)
+            if v > violation:
+                violation = v
+        if violation <= tol:
+            return epoch
+        for i in range(n):
+            diagonal = quadratic[i, i]
+            if diagonal > 1e-14:
+                target = a[i] - gradient[i] / diagonal
+            elif gradient[i] < 0.0:
+                target = upper[i]
+            else:
+                target = 0.0
+            if target < 0.0:
+                target = 0.0
+            elif target > upper[i]:
+                target = upper[i]
+            delta = target - a[i]
+            if delta != 0.0:
+                a[i] = target
+                row = quadratic[i]
+                for j in range(n):
+                    gradient[j] += delta * row[j]
+    return max_epochs
+
+
+def solve_box_qp(quadratic, linear, upper, start=None, tol=1e-9, max_epochs=100000):
+    r"""Minimize :math:`\tfrac12 a^\top Q a - m^\top a` over :math:`0 \le a \le c`.
+
+    Exact cyclic coordinate descent (the dual coordinate method of LIBLINEAR without shrinking)
+    until the largest projected-gradient violation is at most ``tol``. ``Q`` must be positive
+    semi-definite. Returns ``(a, value, epochs)``.
+    """
+    n = len(linear)
+    if n == 0:
+        return np.zeros(0), 0.0, 0
+    quadratic = np.ascontiguousarray(quadratic, dtype=np.float64)
+    linear = np.asarray(linear, dtype=np.float64)
+    upper = np.asarray(upper, dtype=np.float64)
+    a = np.zeros(n) if start is None else np.clip(np.asarray(start, dtype=np.float64), 0.0,
+                                                     upper)
+    gradient = quadratic @ a - linear
+    epochs = _box_qp_coordinate_descent(quadratic, upper, a, gradient, float(tol),
+                                        int(max_epochs))
+    value = 0.5 * a @ (quadratic @ a) - linear @ a
+    return a, float(value), int(epochs)
+
+
+def ramp_pair_loss(outputs, s):
+    r"""Symmetric ramp :math:`R_s(t) + R_s(-t)`, :math:`R_s = H_1 - H_s` (element-wise)."""
+    outputs = np.asarray(outputs, dtype=np.float64)
+    return (_hinge(outputs) - np.maximum(0.0, s - outputs)
+            + _hinge(-outputs) - np.maximum(0.0, s + outputs))
+
+
+def cccp_self_labels(outputs, s):
+    r"""Self-labels of the CCCP majorizer: :math:`\operatorname{sign} f` where
+    :math:`|f| \ge |s|` (``+1`` at 0), 0 (no hinge term) elsewhere."""
+    outputs = np.asarray(outputs, dtype=np.float64)
+    return np.where(np.abs(outputs) >= abs(s), np.where(outputs >= 0.0, 1.0, -1.0), 0.0)
+
+
+def balanced_cccp_step(centered_gram, labels, costs, zeta, start=None, tol=1e-12):
+    r"""One convex step: the bias-free SVM with margins :math:`m_i = 1 - y_i \zeta` on the
+    centred kernel, restricted to the samples with a nonzero label and positive cost.
+
+    Returns ``(a, dual_value)`` with :math:`a` over all samples (zero where inactive); the
+    primal point is :math:`w = \sum_i a_i y_i \tilde\phi_i`,
+    :math:`f(x_i) = (\tilde K (a \circ y))_i + \zeta`.
+    """
+    active = np.flatnonzero((labels != 0.0) & (costs > 0.0))
+    a = np.zeros(len(labels))
+    if len(active) == 0:
+        return a, 0.0
+    y = labels[active]
+    quadratic = (y[:, None] * y[None, :]) * centered_gram[np.ix_(active, active)]
+    margins = 1.0 - y * zeta
+    a_active, negative_value, _ = solve_box_qp(
+        quadratic, margins, costs[active], None if start is None else start[active], tol=tol)
+    a[active] = a_active
+    return a, -negative_value
+
+
+class CCCPTSVM(_KernelExpansionModel):
+    r"""Transductive SVM by CCCP on the symmetric ramp loss with the balancing constraint
+    (Collobert et al. 2006, BLS3VM); exact, small n.
+
+    See the module docstring for the objective, the convex steps and the constraint.
+    Unlabeled samples carry ``y == -1``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Cost of the labeled hinge losses (a sum, as in :class:`sklearn.svm.SVC`).
+    C_star : float or None, default=None
+        Cost :math:`C^*` of the unlabeled ramp losses; ``None`` gives ``C n_l / n_u``.
+        ``0`` gives the balanced SVM on the labeled samples alone.
+    ramp_s : float in (-1, 1), default=-0.3
+        :math:`s` of the ramp :math:`R_s = H_1 - H_s` (Collobert et al. use -0.3).
+    kernel : {"rbf", "linear", "poly"}, default="rbf"
+    gamma : "scale", "auto" or float, default="scale"
+    degree : int, default=3
+    coef0 : float, default=0.0
+    positive_fraction : float in (0, 1) or None, default=None
+        :math:`p` of the balancing constraint :math:`\operatorname{mean}_U f = 2p - 1`;
+        ``None`` uses the labeled class ratio of each binary problem.
+    max_iter : int, default=50
+        Maximum number of CCCP steps per binary problem.
+    tol : float, default=1e-9
+        Largest projected-gradient violation left by the coordinate-descent solve of each
+        convex step.
+    max_samples : int, default=5000
+        Refuse more samples than this; TSGS3VM is the scalable alternative.
+    verbose : int, default=0
+    callback : callable or None, default=None
+
+    Attributes
+    ----------
+    classes_, n_features_in_, n_iter_ : as usual
+    binary_models_ : list of dict
+        Per binary problem: ``support_vectors``, ``coef``, ``intercept``, ``balance``
+        (:math:`\zeta`), ``positive_fraction``.
+    history_ : list of dict
+        One record per convex step (step 0 is the labeled-only start): ``iteration``,
+        ``objective`` (the ramp objective), ``self_labeled`` (unlabeled samples with a hinge
+        term), ``changed`` (self-labels that changed), ``duality_gap`` (of the convex step),
+        ``seconds``, ``problem``.
+    """
+
+    def __init__(self, C=1.0, C_star=None, ramp_s=-0.3, kernel="rbf", gamma="scale", degree=3,
+                 coef0=0.0, positive_fraction=None, max_iter=50, tol=1e-9, max_samples=5000,
+                 verbose=0, callback=None):
+        self.C = C
+        self.C_star = C_star
+        self.ramp_s = ramp_s
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.positive_fraction = positive_fraction
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_samples = max_samples
+        self.verbose = verbose
+        self.callback = callback
+
+    def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
+        self._resolve_kernel()
+        self._max_iter = check_positive_int(self.max_iter, "max_iter")
+        self._tol = check_positive(self.tol, "tol")
+        _check_max_samples(self, n_labeled + n_unlabeled)
+        s = self.ramp_s
+        if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (
+                np.isfinite(s) and -1.0 < s < 1.0):
+            raise ValueError(f"ramp_s={s!r} must be a number strictly between -1 and 1 "
+                             "(Collobert et al. use -0.3).")
+        if self.positive_fraction is not None:
+            _check_positive_fraction(self.positive_fraction, np.ones(1))
+        self._unlabeled_loss = get_unlabeled_loss("ramp")
+        self._unlabeled_parameter = float(s)
+
+    def _ramp_objective(self, coef_norm, outputs_labeled, y_signed, outputs_unlabeled):
+        value = 0.5 * coef_norm + self._C * float(_hinge(y_signed * outputs_labeled).sum())
+        if len(outputs_unlabeled) and self._C_star > 0:
+            value += self._C_star * float(
+                ramp_pair_loss(outputs_unlabeled, self._unlabeled_parameter).sum())
+        return value
+
+    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+        n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
+        n = n_labeled + n_unlabeled
+        X_all = _stack_rows(X_labeled, X_unlabeled)
+        gram = self._kernel(X_all, X_all)
+        fraction = _check_positive_fraction(self.positive_fraction, y_signed)
+        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                  label=f"CCCPTSVM[{problem_index}] ")
+        s = self._unlabeled_parameter
+        labeled = slice(0, n_labeled)
+        unlabeled = slice(n_labeled, n)
+        extra = {"positive_fraction": fraction}
+        if n_unlabeled == 0:
+            # No unlabeled sample: no balancing constraint, the SVC on the labeled samples.
+            costs = np.full(n, self._C)
+            coef, intercept = _fit_weighted_svc(gram, y_signed, costs, 1e-8)
+            outputs = gram @ coef + intercept
+            value = self._ramp_objective(coef @ gram @ coef, outputs, y_signed, np.zeros(0))
+            monitor.record({"iteration": 0, "objective": value, "self_labeled": 0,
+                            "changed": 0, "duality_gap": 0.0})
+            extra["balance"] = float("nan")
+            return _expansion_state(X_all, coef, intercept, extra), monitor.history, 1
+
+        zeta = 2.0 * fraction - 1.0
+        # Kernel centred on the unlabeled mean (Collobert et al.'s example x_0).
+        mean_rows = gram[:, unlabeled].mean(axis=1)
+        mean_all = mean_rows[unlabeled].mean()
+        centered = gram - mean_rows[:, None] - mean_rows[None, :] + mean_all
+        labels = np.concatenate([y_signed, np.zeros(n_unlabeled)])
+        costs = np.concatenate([np.full(n_labeled, self._C), np.full(n_unlabeled,
+                                                                      self._C_star)])
+        a = None
+        self_labels = None
+        iteration = 0
+        converged = False
+        while True:
+            a, dual_value = balanced_cccp_step(centered, labels, costs, zeta, start=a,
+                                               tol=self._tol)
+            signed = a * labels
+            outputs = centered @ signed + zeta
+            norm = float(signed @ centered @ signed)
+            value = self._ramp_objective(norm, outputs[labeled], y_signed, outputs[unlabeled])
+            active = labels != 0.0
+            primal_step = 0.5 * norm + float(
+                (costs[active] * _hinge(labels[active] * outputs[active])).sum())
+            new_labels = cccp_self_labels(outputs[unlabeled], s)
+            changed = (int(np.count_nonzero(new_labels != self_labels))
+                       if self_labels is not None else int(np.count_nonzero(new_labels)))
+            stop = monitor.record({"iteration": iteration, "objective": value,
+                                   "self_labeled": int(np.count_nonzero(labels[unlabeled])),
+                                   "changed": changed,
+                                   "duality_gap": max(0.0, primal_step - dual_value)})
+            if self._C_star == 0.0 or (self_labels is not None and changed == 0):
+                converged = True
+                break
+            if stop:
+                break
+            if iteration >= self._max_iter:
+                break
+            self_labels = new_labels
+            labels[unlabeled] = self_labels
+            iteration += 1
+        if not converged and monitor.stopped_by is None:
+            warnings.warn(f"CCCPTSVM stopped after max_iter={self._max_iter} CCCP steps with "
+                          "self-labels still changing; raise max_iter.", ConvergenceWarning)
+        # Expansion over all samples: w = sum_i a_i y_i (phi_i - mean_U phi).
+        coef = signed.copy()
+        coef[unlabeled] -= signed.sum() / n_unlabeled
+        intercept = zeta - float((gram[unlabeled] @ coef).mean())
+        extra["balance"] = zeta
+        return _expansion_state(X_all, coef, intercept, extra), monitor.history, max(iteration,
+                                                                                     1)

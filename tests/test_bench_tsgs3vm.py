@@ -1,0 +1,77 @@
+"""The TSGS3VM paper benchmark: its pure functions, and a seconds-long run of the pipeline."""
+
+import json
+
+import numpy as np
+import pytest
+
+from stochsvm.bench import tsgs3vm
+
+
+def test_generated_clusters_are_reproducible_with_both_classes():
+    X, y = tsgs3vm.generated_clusters(1000, 4, seed=3)
+    again, _ = tsgs3vm.generated_clusters(1000, 4, seed=3)
+    np.testing.assert_array_equal(X, again)
+    assert X.shape == (1000, 4) and 0.4 < y.mean() < 0.6
+
+
+def test_growth_exponents_fit_the_slope():
+    records = [{"method": "a", "n": n, "status": "ok", "fit_seconds": 0.5 * n ** 1.5}
+               for n in (10, 100, 1000)]
+    records.append({"method": "a", "n": 10000, "status": "timed_out", "fit_seconds": None})
+    records.append({"method": "b", "n": 10, "status": "ok", "fit_seconds": 1.0})
+    exponents = tsgs3vm.growth_exponents(records)
+    assert exponents["a"] == pytest.approx(1.5)
+    assert "b" not in exponents
+
+
+def test_scaling_targets_use_the_largest_tsgs3vm_run():
+    records = [{"method": "TSGS3VM", "n": 1000, "status": "ok", "fit_seconds": 1.0,
+                "peak_memory_bytes": 10.0},
+               {"method": "TSGS3VM", "n": 10 ** 6, "status": "ok", "fit_seconds": 90.0,
+                "peak_memory_bytes": 2.0 ** 30},
+               {"method": "LabelSpreading", "n": 10 ** 7, "status": "ok", "fit_seconds": 1.0}]
+    target = tsgs3vm.scaling_targets(records, 20)
+    assert target["n"] == 10 ** 6 and target["one_pass_under_2_minutes"]
+    assert target["memory_met"] and target["data_bytes"] == 8.0 * 20 * 10 ** 6
+
+
+def test_targets_compare_with_the_best_peer():
+    spread = lambda value: {"median": value, "min": value, "max": value, "count": 1}  # noqa
+    summary = [
+        {"dataset": "d", "method": "TSGS3VM", "test_accuracy": spread(0.9),
+         "fit_seconds": spread(1.0)},
+        {"dataset": "d", "method": "LabelSpreading", "test_accuracy": spread(0.85),
+         "fit_seconds": spread(20.0)},
+        {"dataset": "d", "method": "SelfTraining(SVC)", "test_accuracy": spread(0.8),
+         "fit_seconds": spread(5.0)},
+    ]
+    target = tsgs3vm.evaluate_targets(summary)["d"]
+    assert target["best_peer"] == "LabelSpreading"
+    assert target["accuracy_met"] and target["speedup"] == pytest.approx(20.0)
+    assert target["speedup_met"]
+
+
+def test_smoke_run_writes_every_output(tmp_path):
+    report = tsgs3vm.run(False, tmp_path, smoke=True, log=lambda message: None)
+    for suffix in ("json", "md", "png"):
+        assert (tmp_path / f"tsgs3vm_paper_smoke.{suffix}").is_file()
+    saved = json.loads((tmp_path / "tsgs3vm_paper_smoke.json").read_text())
+    assert saved["config"]["mode"] == "smoke"
+    methods = {record["method"] for record in report["accuracy"]}
+    assert {"BGS3VM", "CCCPTSVM", "SelfLabelingTSVM", "LabelSpreading", "SVC (labeled only)",
+            "SVC (all labels)"} <= methods
+    finished = [r for r in report["accuracy"] if r["status"] == "ok"]
+    assert len(finished) == len(report["accuracy"])
+    assert all(0.0 <= r["test_accuracy"] <= 1.0 for r in finished)
+    assert all(r["peak_memory_bytes"] >= 0 for r in finished if "peak_memory_bytes" in r)
+
+
+def test_benchmarks_md_section_is_replaced(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# Benchmarks\n\n<!-- other:begin -->\nkeep\n<!-- other:end -->\n")
+    tsgs3vm.update_benchmarks_md(path, "first")
+    tsgs3vm.update_benchmarks_md(path, "second")
+    text = path.read_text()
+    assert "keep" in text and "second" in text and "first" not in text
+    assert text.count("## TSGS3VM family") == 1
