@@ -14,20 +14,32 @@ from .linear import (
     select_step_size,
 )
 from .io import load, save
+from ._core.random_features import RandomFourierFeatures
+from .kernel import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
+from .semi import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, SelfLabelingTSVM
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BGS3VM",
+    "CCCPTSVM",
     "ComidClassifier",
+    "FRS3VM",
+    "KernelPegasosSVC",
     "MiniBatchSGDClassifier",
     "PegasosClassifier",
     "ProxSVRGClassifier",
     "RDAClassifier",
+    "RandomFourierFeatures",
     "S3GDClassifier",
     "SADMMClassifier",
+    "SCSKernelSVC",
     "SCVClassifier",
+    "SelfLabelingTSVM",
     "StepSizeSelection",
     "StratifiedSGDClassifier",
+    "TSGS3VM",
+    "WolfeKernelSVC",
     "__version__",
     "load",
     "save",

@@ -211,11 +211,13 @@ def evaluate(model, data):
 @main.command()
 def solvers():
     """Table of registered solvers."""
-    header = f"{'name':<26} {'problem':<16} {'losses':<20} {'penalties':<22} paper"
-    click.echo(header)
-    for entry in registry.SOLVERS.values():
-        click.echo(f"{entry.name:<26} {entry.problem:<16} {','.join(entry.losses):<20} "
-                   f"{','.join(entry.penalties):<22} {entry.paper}")
+    rows = [("name", "problem", "losses", "penalties", "paper")]
+    rows += [(entry.name, entry.problem, ", ".join(entry.losses), ", ".join(entry.penalties),
+              entry.paper) for entry in registry.SOLVERS.values()]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths)]
+        click.echo("  ".join(cells + [row[4]]))
 
 
 @main.group()

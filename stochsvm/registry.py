@@ -48,6 +48,9 @@ class SolverEntry:
 
 
 _SMOOTH_LOSSES = ("log_loss", "smoothed_hinge", "squared_hinge")
+# labeled hinge loss plus one unlabeled loss of Table 2 of the TSGS3VM paper
+_SEMI_LOSSES = ("hinge", "symmetric_hinge", "squared_symmetric_hinge", "ramp",
+                "differentiable_approximation")
 
 SOLVERS = {entry.name: entry for entry in [
     SolverEntry("SADMMClassifier", "stochsvm.linear.sadmm:SADMMClassifier", "linear",
@@ -80,6 +83,27 @@ SOLVERS = {entry.name: entry for entry in [
     SolverEntry("SCSKernelSVC", "stochsvm.kernel.scs:SCSKernelSVC", "kernel",
                 ("hinge",), ("l2",),
                 "Zhang & Sen, The stochastic conjugate subgradient algorithm for kernel SVMs"),
+    SolverEntry("KernelPegasosSVC", "stochsvm.kernel.kernel_pegasos:KernelPegasosSVC", "kernel",
+                ("hinge",), ("l2",),
+                "Shalev-Shwartz et al. 2011, Pegasos with kernels (SCS paper baseline)"),
+    SolverEntry("WolfeKernelSVC", "stochsvm.kernel.wolfe:WolfeKernelSVC", "kernel",
+                ("hinge",), ("l2",),
+                "Wolfe 1975, Conjugate subgradients on the full sample (SCS paper baseline)"),
+    SolverEntry("TSGS3VM", "stochsvm.semi.tsgs3vm:TSGS3VM", "semi-supervised",
+                _SEMI_LOSSES, ("l2",),
+                "Geng et al. 2019, Scalable semi-supervised SVM via triply stochastic gradients"),
+    SolverEntry("FRS3VM", "stochsvm.semi.frs3vm:FRS3VM", "semi-supervised",
+                _SEMI_LOSSES, ("l2",),
+                "Fixed random features + SGD (TSGS3VM paper baseline)"),
+    SolverEntry("BGS3VM", "stochsvm.semi.bgs3vm:BGS3VM", "semi-supervised",
+                _SEMI_LOSSES, ("l2",),
+                "Le et al. 2016, Budgeted semi-supervised SVM"),
+    SolverEntry("SelfLabelingTSVM", "stochsvm.semi.tsvm:SelfLabelingTSVM", "semi-supervised",
+                ("hinge",), ("l2",),
+                "Joachims 1999, Transductive SVM by label switching (S3VMlight)"),
+    SolverEntry("CCCPTSVM", "stochsvm.semi.tsvm:CCCPTSVM", "semi-supervised",
+                ("hinge", "ramp"), ("l2",),
+                "Collobert et al. 2006, Large scale transductive SVMs (CCCP, ramp loss)"),
 ]}
 
 
