@@ -13,6 +13,7 @@ from .linear import (
     StratifiedSGDClassifier,
     select_step_size,
 )
+from . import datasets
 from .io import load, save
 from ._core.random_features import RandomFourierFeatures
 from .kernel import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
@@ -41,6 +42,7 @@ __all__ = [
     "TSGS3VM",
     "WolfeKernelSVC",
     "__version__",
+    "datasets",
     "load",
     "save",
     "select_step_size",

@@ -85,16 +85,24 @@ def test_sparse_l2_loop_matches_twin(average, alpha):
         assert clf.intercept_[0] == pytest.approx(b_avg, rel=1e-9, abs=1e-12)
 
 
-def test_rho_time_scale_is_the_first_batch():
-    """partial_fit: rho grows with the samples seen on the scale of the first batch, whatever
-    the sizes of the later batches."""
+def test_rho_time_scale_in_partial_fit_does_not_depend_on_the_batches():
+    """partial_fit: rho grows with the samples seen on the scale rho / alpha, whatever the
+    sizes of the batches; fit uses the training-set length; an explicit scale wins."""
     X, y = binary_digits()
-    clf = SADMMClassifier(rho=2.0)
+    clf = SADMMClassifier(rho=2.0, alpha=1e-2)
     seen = 0
     for size in (10, 30, 60, 5):
         clf.partial_fit(X[seen:seen + size], y[seen:seen + size], classes=[-1, 1])
-        assert clf._states[0]["rho"] == pytest.approx(2.0 * (1.0 + seen / 10))
+        assert clf._states[0]["rho"] == pytest.approx(2.0 * (1.0 + seen / 200.0))
         seen += size
+    fitted = SADMMClassifier(rho=2.0, alpha=1e-2, max_iter=3, tol=None).fit(X, y)
+    assert fitted._states[0]["rho"] == pytest.approx(2.0 * 3.0)
+    explicit = SADMMClassifier(rho=2.0, rho_time_scale=50)
+    explicit.partial_fit(X[:10], y[:10], classes=[-1, 1])
+    explicit.partial_fit(X[10:20], y[10:20])
+    assert explicit._states[0]["rho"] == pytest.approx(2.0 * (1.0 + 10 / 50))
+    with pytest.raises(ValueError, match="rho_time_scale"):
+        SADMMClassifier(rho_time_scale=0).fit(X, y)
 
 
 CASES = [
@@ -174,7 +182,8 @@ def test_warm_start_continues_exactly():
 def test_partial_fit_equals_fit_without_shuffle():
     X, y = binary_breast_cancer()
     fitted = SADMMClassifier(max_iter=2, tol=None, shuffle=False).fit(X, y)
-    online = SADMMClassifier(shuffle=False)
+    # with the time scale of fit (the training-set length), passes of partial_fit are epochs
+    online = SADMMClassifier(shuffle=False, rho_time_scale=X.shape[0])
     online.partial_fit(X, y, classes=np.unique(y))
     online.partial_fit(X, y)
     np.testing.assert_allclose(online.coef_, fitted.coef_, rtol=1e-12)

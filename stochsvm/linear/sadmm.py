@@ -44,7 +44,7 @@ import numba
 import numpy as np
 
 from .._core.penalties import prox_repeated, prox_repeated_sum, prox_scalar
-from .._core.validation import check_choice, check_positive
+from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse, linear_objective
 
 __all__ = ["SADMMClassifier"]
@@ -430,14 +430,20 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     rho_schedule : {"linear", "sqrt", "constant"}, default="linear"
         How :math:`\rho` grows between passes: pass :math:`e = 1, 2, \dots` (``fit`` epochs, or
         ``partial_fit`` calls) uses :math:`\rho_e = \rho\,(1 + S_e/m)^p` with :math:`S_e` the
-        samples seen before the pass, :math:`m` the length of the first pass (the training set
-        in ``fit``, the first batch in ``partial_fit``, so that later batch sizes do not change
-        the schedule), and :math:`p = 1`, ``1/2`` or ``0``. ``"constant"`` is eq. (12) of the paper exactly; with a constant :math:`\rho` the
+        samples seen before the pass, :math:`m` the time scale ``rho_time_scale``, and
+        :math:`p = 1`, ``1/2`` or ``0``. ``"constant"`` is eq. (12) of the paper exactly; with
+        a constant :math:`\rho` the
         iterates settle in a neighbourhood of the optimum whose size shrinks like
         :math:`1/\rho` but not with more passes (measured on breast cancer, l1, alpha=1e-2,
         rho=10: 12% above the optimal objective after 10 or 200 epochs), so the default grows
         :math:`\rho` linearly, a decreasing step size that converges (0.6% after 200 epochs).
         :math:`\rho` is constant within a pass, which keeps the sparse closed forms exact.
+    rho_time_scale : int or None, default=None
+        :math:`m` of ``rho_schedule``, in samples. ``None``: in ``fit``, the number of training
+        samples (:math:`\rho` grows by ``rho`` per epoch); in ``partial_fit``, where the data
+        size is unknown, ``rho / alpha`` samples (the inverse step then grows by ``alpha`` per
+        sample, the rate of Pegasos and of ``SGDClassifier``'s ``"optimal"`` schedule), which
+        does not depend on how the stream is cut into batches.
     l1_ratio : float, default=0.15
         Elastic-net mixing, used only with ``penalty="elasticnet"``.
     loss : {"hinge"}, default="hinge"
@@ -509,8 +515,8 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     _allowed_penalties = ("l1", "l2", "elasticnet")
     _allowed_losses = ("hinge",)
 
-    def __init__(self, penalty="l1", alpha=1e-4, rho=1.0, rho_schedule="linear", l1_ratio=0.15,
-                 loss="hinge",
+    def __init__(self, penalty="l1", alpha=1e-4, rho=1.0, rho_schedule="linear",
+                 rho_time_scale=None, l1_ratio=0.15, loss="hinge",
                  fit_intercept=True, max_iter=10, tol=1e-4, n_iter_no_change=3, shuffle=True,
                  average=True, track_vi=False, class_weight=None, warm_start=False,
                  random_state=None, verbose=0, callback=None):
@@ -518,6 +524,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         self.alpha = alpha
         self.rho = rho
         self.rho_schedule = rho_schedule
+        self.rho_time_scale = rho_time_scale
         self.l1_ratio = l1_ratio
         self.loss = loss
         self.fit_intercept = fit_intercept
@@ -540,12 +547,27 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         resolved["rho_power"] = {"constant": 0.0, "sqrt": 0.5, "linear": 1.0}[
             check_choice(self.rho_schedule, "rho_schedule", ("constant", "sqrt", "linear"))
         ]
+        resolved["rho_time_scale"] = check_positive_int(self.rho_time_scale, "rho_time_scale",
+                                                        allow_none=True)
         return resolved
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass of SADMM over the samples given (online learning).
+
+        The :math:`\rho` schedule counts samples on the time scale ``rho_time_scale`` (by
+        default ``rho / alpha`` samples here), so the model does not depend on how a stream
+        is cut into calls beyond the pass boundaries themselves.
+        """
+        self._streaming = True
+        try:
+            return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        finally:
+            self._streaming = False
 
     @staticmethod
     def pass_rho(rho, power, samples_seen, pass_length):
         """:math:`\rho` of a pass: ``rho * (1 + samples_seen / pass_length) ** power``."""
-        return rho * (1.0 + samples_seen / max(pass_length, 1)) ** power
+        return rho * (1.0 + samples_seen / max(pass_length, 1.0)) ** power
 
     def _new_state(self, n_features, resolved):
         return {
@@ -568,9 +590,15 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
 
     def _run_epoch(self, state, X, y, weights, order, resolved):
         if "pass_length" not in state:
-            # the time scale of the rho schedule: the first pass (the training set in ``fit``,
-            # the first batch in ``partial_fit``), so later batch sizes do not change rho
-            state["pass_length"] = len(order)
+            # the time scale m of the rho schedule (see ``rho_time_scale``), fixed at the first
+            # pass so that later batch sizes do not change it
+            if resolved["rho_time_scale"] is not None:
+                scale = resolved["rho_time_scale"]
+            elif getattr(self, "_streaming", False) and resolved["alpha"] > 0:
+                scale = resolved["rho"] / resolved["alpha"]
+            else:
+                scale = len(order)
+            state["pass_length"] = max(float(scale), 1.0)
         rho = self.pass_rho(resolved["rho"], resolved["rho_power"], state["samples_seen"],
                             state["pass_length"])
         state["rho"] = rho
