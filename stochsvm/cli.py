@@ -120,8 +120,11 @@ def main():
 @click.option("--test", "test_data", help="Test data (file or dataset name): print accuracy.")
 @click.option("--semi-supervised", is_flag=True, help="Rows labeled UNLABELED_LABEL are unlabeled.")
 @click.option("--unlabeled-label", type=float, default=-1.0, show_default=True)
+@click.option("--progress/--no-progress", default=None,
+              help="A status line per epoch/iteration on stderr (default: when it is a "
+                   "terminal).")
 @_guard
-def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label):
+def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label, progress):
     """Fit SOLVER on DATA (a LIBSVM file or a registered dataset name)."""
     entry = registry.get_solver(solver)
     cls = entry.load()
@@ -143,12 +146,23 @@ def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label
         y = np.where(labeled, y, -1)
     elif entry.problem == "semi-supervised":
         raise _Failure(f"{entry.name} needs --semi-supervised")
+    if progress is None:
+        progress = click.get_text_stream("stderr").isatty()
+    status = _ProgressLine(entry.name) if progress else None
+    if status is not None and "callback" in estimator.get_params() \
+            and estimator.get_params()["callback"] is None:
+        estimator.set_params(callback=status)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             estimator.fit(X, y)
         except (ValueError, TypeError) as error:
             raise _Failure(f"{entry.name}: {str(error).splitlines()[0]}") from None
+        finally:
+            if status is not None:
+                status.close()
+    if status is not None:
+        estimator.set_params(callback=None)  # the saved model holds no callable
     click.echo(f"trained {entry.name} on {X.shape[0]} samples, {X.shape[1]} features")
     if test_data:
         X_test, y_test = _load_data(test_data, n_features=X.shape[1])
@@ -156,6 +170,28 @@ def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label
     if out:
         model_io.save(estimator, out)
         click.echo(f"model written to {out}")
+
+
+class _ProgressLine:
+    """Training callback that rewrites one status line on stderr per history record."""
+
+    def __init__(self, name):
+        self.name, self.count = name, 0
+
+    def __call__(self, record):
+        self.count += 1
+        parts = [f"{self.name}: record {self.count}"]
+        for key in ("iteration", "samples_seen", "objective", "running_objective", "seconds"):
+            value = record.get(key) if isinstance(record, dict) else None
+            if isinstance(value, (int, float, np.integer, np.floating)):
+                parts.append(f"{key} {value:.4g}" if isinstance(value, (float, np.floating))
+                             else f"{key} {value}")
+        click.echo("\r" + ", ".join(parts) + "   ", err=True, nl=False)
+        return None
+
+    def close(self):
+        if self.count:
+            click.echo("", err=True)
 
 
 def _accuracy(estimator, X, y):

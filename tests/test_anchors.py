@@ -105,3 +105,23 @@ def test_class_split_gradient_equals_direct_sum_eq20():
         coefficient = weights[i] * y[i] * graph.neighbor_weight[i] @ derivative
         direct += coefficient * np.append(X[i], 1.0)
     np.testing.assert_allclose(gradient, direct / len(y), rtol=1e-10, atol=1e-13)
+
+
+def test_csr_with_64_bit_indices_as_loaded_from_libsvm_files():
+    """load_svmlight_file returns int64 indices; k-means in scikit-learn takes int32 only."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from stochsvm import S3GDClassifier, StratifiedSGDClassifier
+
+    rng = np.random.RandomState(0)
+    X = sp.random(200, 30, density=0.2, format="csr", random_state=rng)
+    X = sp.csr_matrix((X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)),
+                      shape=X.shape)
+    y = (X @ rng.normal(size=30) > 0).astype(int)
+    for estimator in (S3GDClassifier(n_anchors=10, max_iter=2, random_state=0),
+                      StratifiedSGDClassifier(max_iter=2, random_state=0)):
+        X32 = X.copy()
+        X32.indices, X32.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
+        wide = estimator.fit(X, y).coef_.copy()
+        np.testing.assert_array_equal(wide, estimator.fit(X32, y).coef_)

@@ -324,3 +324,16 @@ def test_bench_command_errors(tmp_path):
     _one_line_error(_invoke("bench", data, "--param", "nonsense=1"), "no --solver has nonsense")
     _one_line_error(_invoke("bench", data, "--seeds", 0), "--seeds")
     _one_line_error(_invoke("bench", tmp_path / "missing.svm"), "no such file")
+
+
+@pytest.mark.parametrize("paper", ["scs", "tsgs3vm"])
+def test_reproduce_kernel_and_semi_supervised_papers(tmp_path, paper):
+    pytest.importorskip("matplotlib")
+    result = _invoke("reproduce", paper, "--smoke", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    written = sorted(path.name for path in tmp_path.iterdir())
+    assert any(name.endswith(".json") for name in written), written
+    pictures = [tmp_path / name for name in written if name.endswith(".png")]
+    assert pictures and all(path.read_bytes()[:8] == PNG_MAGIC for path in pictures)
+    for path in tmp_path.glob("*.json"):
+        json.loads(path.read_text())

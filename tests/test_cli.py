@@ -179,3 +179,20 @@ def test_data_and_model_error_paths(files):
     tampered.write_bytes(bytes(data))
     assert_one_line_error(run("evaluate", tampered, test), "tampered.stochsvm")
     assert_one_line_error(run("predict", tmp_path, test), "not a model file")
+
+
+def test_progress_line_and_a_model_without_the_callback(files):
+    """--progress writes a status line per record on stderr; the saved model holds no
+    callable and reloads; S3GD on a LIBSVM file (64-bit CSR indices) trains."""
+    tmp_path, train, test = files
+    model = tmp_path / "s3gd.stochsvm"
+    result = run("train", train, "--solver", "S3GDClassifier", "--param", "n_anchors=10",
+                 "--param", "max_iter=3", "--param", "tol=None", "--progress", "--out", model)
+    assert result.exit_code == 0, result.output
+    status = result.stderr.split("\r")
+    assert sum("S3GDClassifier: record" in part for part in status) == 3
+    assert "samples_seen" in status[-1]
+    reloaded = run("evaluate", model, test)
+    assert reloaded.exit_code == 0 and "accuracy:" in reloaded.output
+    quiet = run("train", train, "--solver", "SADMMClassifier", "--no-progress")
+    assert quiet.exit_code == 0 and quiet.stderr == ""

@@ -95,6 +95,10 @@ class AnchorGraph:
 
 
 def _kmeans(X, n_clusters, random_state, minibatch_threshold):
+    if sp.issparse(X) and X.indices.dtype != np.int32 and X.nnz < np.iinfo(np.int32).max:
+        # scikit-learn's k-means accepts 32-bit CSR indices only (LIBSVM files load as int64)
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                          shape=X.shape)
     if X.shape[0] > minibatch_threshold:
         model = MiniBatchKMeans(n_clusters=n_clusters, random_state=random_state, n_init=3,
                                 batch_size=4096)
