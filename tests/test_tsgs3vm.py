@@ -266,3 +266,22 @@ EXPECTED_FAILURES = {"check_classifiers_classes": "-1 marks unlabeled samples"}
                          expected_failed_checks=lambda estimator: EXPECTED_FAILURES)
 def test_sklearn_contract(estimator, check):
     check(estimator)
+
+
+def test_decreasing_step_does_not_collapse_with_many_iterations():
+    """With a constant step 0.1 the iterates oscillate into one class after many iterations
+    (10 labels on two moons, 1000 iterations); the default decreasing schedule keeps the
+    accuracy."""
+    from sklearn.datasets import make_moons
+
+    from stochsvm.datasets import make_semi_supervised
+
+    X, y = make_moons(3000, noise=0.15, random_state=0)
+    y_semi = make_semi_supervised(y[:1000], n_labeled=10, random_state=0)
+    scores = {}
+    for schedule in ("decreasing", "constant"):
+        model = TSGS3VM(gamma=3.0, max_iter=1000, n_features_per_iter=16,
+                        step_schedule=schedule, random_state=0).fit(X[:1000], y_semi)
+        scores[schedule] = model.score(X[1000:], y[1000:])
+    assert scores["decreasing"] > 0.9
+    assert scores["decreasing"] > scores["constant"] + 0.1, scores

@@ -66,6 +66,8 @@ def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_s
     use_balance = balance and n_unlabeled > 0
     intercept = 0.0
     labeled_losses, unlabeled_losses = [], []
+    # a constant step, or one step per iteration (``step_schedule="decreasing"``)
+    steps = np.broadcast_to(np.asarray(step, dtype=np.float64), (n_iterations,))
     n_done = samples_seen = 0
     schedule = batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch,
                               n_iterations)
@@ -89,6 +91,7 @@ def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_s
             unlabeled_outputs, unlabeled_parameter)
         gradient = (labeled_features.T @ labeled_weights.astype(dtype)
                     + unlabeled_features.T @ unlabeled_weights.astype(dtype))
+        step = float(steps[iteration])
         coef *= 1.0 - step
         coef -= step * gradient
         n_done = iteration + 1
@@ -123,7 +126,7 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     Parameters
     ----------
     C, C_star, kernel, gamma, unlabeled_loss, ramp_s, batch_size, unlabeled_batch_size, \
-step_size, theta, max_iter, feature_dtype, balance, unlabeled_ramp_up, random_state, verbose, \
+step_size, step_schedule, theta, max_iter, feature_dtype, balance, unlabeled_ramp_up, random_state, verbose, \
 callback, record_every
         As in :class:`stochsvm.semi.tsgs3vm.TSGS3VM`.
     n_components : int, default=1024
@@ -143,9 +146,9 @@ callback, record_every
 
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
                  unlabeled_loss="symmetric_hinge", ramp_s=-0.3, n_components=1024,
-                 batch_size=256, unlabeled_batch_size=None, step_size=0.1, theta=1.0,
-                 max_iter=None, n_passes=10.0, feature_dtype="float32", balance=True,
-                 unlabeled_ramp_up=0.5, random_state=None, verbose=0, callback=None,
+                 batch_size=256, unlabeled_batch_size=None, step_size=0.1,
+                 step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=10.0,
+                 feature_dtype="float32", balance=True, unlabeled_ramp_up=0.5, random_state=None, verbose=0, callback=None,
                  record_every=8):
         self.C = C
         self.C_star = C_star
@@ -157,6 +160,7 @@ callback, record_every
         self.batch_size = batch_size
         self.unlabeled_batch_size = unlabeled_batch_size
         self.step_size = step_size
+        self.step_schedule = step_schedule
         self.theta = theta
         self.max_iter = max_iter
         self.n_passes = n_passes

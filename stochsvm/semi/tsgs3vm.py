@@ -94,10 +94,12 @@ def _check_step_size(step_size):
 
 
 def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes):
-    """Batch sizes, iteration count and step size shared by TSGS3VM and FRS3VM.
+    """Batch sizes, iteration count and step sizes shared by TSGS3VM and FRS3VM.
 
     Returns ``(labeled_batch, unlabeled_batch, n_iterations, step)`` where ``step`` is the
-    constant step ``gamma`` of every iteration.
+    constant step ``gamma`` of every iteration (a float) or, with
+    ``step_schedule="decreasing"``, the array of the steps
+    ``gamma_t = gamma_0 / (1 + gamma_0 t)``, ``t = 0, 1, ...``.
     """
     batch_size = check_positive_int(estimator.batch_size, "batch_size")
     labeled_batch = min(batch_size, n_labeled)
@@ -127,6 +129,15 @@ def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes):
                 f"T={n_iterations} iterations; use theta <= {n_iterations ** 0.75:.3g}.")
     else:
         step = step_size
+    schedule = check_choice(estimator.step_schedule, "step_schedule",
+                            ("decreasing", "constant"))
+    if schedule == "decreasing" and step_size != "theory":
+        # SGD on an objective that is 1-strongly convex in f (the 1/2 ||f||^2 term): the
+        # inverse step grows by one per iteration, as in Pegasos, so the iterates settle
+        # whatever C n_l is; a constant step oscillates once C n_l gamma is large (measured:
+        # C = 1, 200 labels, gamma = 0.1 collapses to one class after 1000 iterations).
+        return (labeled_batch, unlabeled_batch, n_iterations,
+                step / (1.0 + step * np.arange(n_iterations)))
     return labeled_batch, unlabeled_batch, n_iterations, float(step)
 
 
@@ -243,8 +254,15 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         Random features ``m`` added per iteration; ``None`` gives
         ``min(ceil(sqrt(n)), 128)``.
     step_size : float in (0, 1] or "theory", default=0.1
-        Constant step ``gamma = 1 / eta`` (the paper's protocol) or ``theta / T^(3/4)``
-        (Theorems 1-2).
+        The step ``gamma_0`` of ``step_schedule``, or ``"theory"``: the constant
+        ``theta / T^(3/4)`` of Theorems 1-2.
+    step_schedule : {"decreasing", "constant"}, default="decreasing"
+        ``"decreasing"``: ``gamma_t = gamma_0 / (1 + gamma_0 t)`` (SGD on the 1-strongly
+        convex objective, as Pegasos); ``"constant"``: ``gamma_t = gamma_0 = 1 / eta``, the
+        paper's protocol. Measured on generated clusters (200 labels, ``C = 1``) and two moons
+        (10 labels): equal or better accuracy at the default iteration count (0.81-0.88 vs
+        0.81-0.82 and 0.92-0.95 vs 0.91-0.95), and at 1000 iterations 0.86-0.88 and 0.92-0.95
+        where the constant step collapsed to one class (0.50 and 0.48).
     theta : float, default=1.0
         The ``theta`` of ``step_size="theory"``.
     max_iter : int or None, default=None
@@ -294,9 +312,11 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
 
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
                  unlabeled_loss="symmetric_hinge", ramp_s=-0.3, batch_size=256,
-                 unlabeled_batch_size=None, n_features_per_iter=None, step_size=0.1, theta=1.0,
-                 max_iter=None, n_passes=1.0, feature_cache="cached", random_state=None,
-                 feature_dtype="float32", balance=True, unlabeled_ramp_up=0.5, verbose=0, callback=None, record_every=8):
+                 unlabeled_batch_size=None, n_features_per_iter=None, step_size=0.1,
+                 step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=1.0,
+                 feature_cache="cached", random_state=None, feature_dtype="float32",
+                 balance=True, unlabeled_ramp_up=0.5, verbose=0, callback=None,
+                 record_every=8):
         self.C = C
         self.C_star = C_star
         self.kernel = kernel
@@ -307,6 +327,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         self.unlabeled_batch_size = unlabeled_batch_size
         self.n_features_per_iter = n_features_per_iter
         self.step_size = step_size
+        self.step_schedule = step_schedule
         self.theta = theta
         self.max_iter = max_iter
         self.n_passes = n_passes
@@ -413,6 +434,8 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
     if incremental:
         labeled_raw = np.zeros(n_labeled)
         X_labeled_features = X_labeled.astype(dtype, copy=False)
+    # a constant step, or one step per iteration (``step_schedule="decreasing"``)
+    steps = np.broadcast_to(np.asarray(step, dtype=np.float64), (n_iterations,))
     n_done = 0
     samples_seen = 0
     schedule = batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch,
@@ -457,6 +480,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         features = transform_block(batch.astype(dtype, copy=False), omega, offset)
         weights = weights.astype(dtype)
         # eq. (7), Alg. 1 lines 7-8: alpha_i = -gamma xi_i(phi_i), alpha_j *= (1 - gamma).
+        step = float(steps[iteration])
         if incremental:
             labeled_features = transform_block(X_labeled_features, omega, offset)
             new_block = -step * (labeled_features[labeled_indices].T @ weights[:n_batch_labeled]
