@@ -76,9 +76,13 @@ from .harness import write_csv
 
 ALPHA = 1e-3
 TARGET = 1e-3
+# a trace stops once its objective is this close to F* (well below the target of TARGET, so
+# the curves of Fig. 4 still show the convergence), or at the time limit
+TRACE_FLOOR = 1e-5
 BASE_SEED = 20160101
 
-FULL = {"mode": "full", "seeds": 5, "time_limit": 120.0, "selection_epochs": 5,
+# full: sized for about 40 minutes on 2 cores (traces stop at F*(1 + TRACE_FLOOR))
+FULL = {"mode": "full", "seeds": 3, "time_limit": 20.0, "selection_epochs": 5,
         "fashion_train": None, "digits": True, "dense": (1_000_000, 100),
         "sparse": (1_000_000, 100_000, 20)}
 QUICK = {"mode": "quick", "seeds": 2, "time_limit": 1.0, "selection_epochs": 2,
@@ -186,8 +190,9 @@ def _configured(name, step, seed, epochs, diagnostics=False, callback=None):
                                    gradient_diagnostics=diagnostics, callback=callback)
 
 
-def trace_ours(name, step, X, y, seed, limit):
-    """(seconds, objective) after every epoch until the limit; objective time excluded."""
+def trace_ours(name, step, X, y, seed, limit, floor=-np.inf):
+    """(seconds, objective) after every epoch until the limit or an objective <= ``floor``;
+    objective time excluded."""
     trace, excluded = [], [0.0]
     start = time.perf_counter()
 
@@ -196,7 +201,7 @@ def trace_ours(name, step, X, y, seed, limit):
         trace.append((now - start - excluded[0],
                       logistic_objective(X, y, record["coef"], record["intercept"])))
         excluded[0] += time.perf_counter() - now
-        return now - start - excluded[0] > limit
+        return now - start - excluded[0] > limit or trace[-1][1] <= floor
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -204,10 +209,10 @@ def trace_ours(name, step, X, y, seed, limit):
     return trace
 
 
-def trace_sklearn_sgd(X, y, seed, limit):
+def trace_sklearn_sgd(X, y, seed, limit, floor=-np.inf):
     model = SGDClassifier(loss="log_loss", alpha=ALPHA, random_state=seed)
     trace, elapsed = [], 0.0
-    while elapsed < limit:
+    while elapsed < limit and (not trace or trace[-1][1] > floor):
         begin = time.perf_counter()
         model.partial_fit(X, y, classes=np.array([0, 1]))
         elapsed += time.perf_counter() - begin
@@ -307,7 +312,8 @@ def run_dataset(label, X, y, config, log):
         entry["step_selection"] = {str(k): v for k, v in selection.objectives.items()}
         entry["step_size"] = step
         entry["step_stable"] = selection.step_size is not None
-        traces = [trace_ours(name, step, X, y, BASE_SEED + seed, config["time_limit"])
+        traces = [trace_ours(name, step, X, y, BASE_SEED + seed, config["time_limit"],
+                             floor=f_star * (1 + TRACE_FLOOR))
                   for seed in range(config["seeds"])]
         entry["time_to_target"] = _median_spread([time_to_target(t, target) for t in traces])
         entry["reached"] = sum(time_to_target(t, target) is not None for t in traces)
@@ -328,7 +334,8 @@ def run_dataset(label, X, y, config, log):
         traces = []
         for seed in range(config["seeds"]):
             if name == "sklearn SGDClassifier":
-                traces.append(trace_sklearn_sgd(X, y, BASE_SEED + seed, config["time_limit"]))
+                traces.append(trace_sklearn_sgd(X, y, BASE_SEED + seed, config["time_limit"],
+                                                floor=f_star * (1 + TRACE_FLOOR)))
             else:
                 traces.append(trace_logistic(name.split()[1], X, y, BASE_SEED + seed,
                                              config["time_limit"]))
