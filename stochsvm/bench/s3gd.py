@@ -39,6 +39,10 @@ Protocol
   ``X @ w`` over the same data.
 * Fig. 6: ``gradient_diagnostics=True`` (Pearson correlation of the gradient estimate on one
   fresh mini-batch with the exact gradient), median over the epochs of the first seed.
+* Fashion-MNIST rows (pixels in [0, 1], mean squared norm about 160) are scaled to unit
+  Euclidean norm, so that the paper's step grid applies: unscaled, the logistic gradient's
+  Lipschitz constant is about 40 and every step of the grid is unstable (measured: step 0.1
+  ends 30% above :math:`F^\star` after 5 epochs on T-shirt vs Shirt).
 * Without the Fashion-MNIST files (``/usr/share/datasets/fashion-mnist`` or
   ``$STOCHSVM_FASHION_MNIST``) its two problems are left out with a printed note; the digits
   and generated datasets remain.
@@ -116,7 +120,10 @@ def _fashion(positive, negative, limit, seed):
     if limit is not None and limit < len(labels):
         chosen = np.sort(np.random.default_rng(seed).choice(len(labels), limit, replace=False))
         X, labels = X[chosen], labels[chosen]
-    return np.ascontiguousarray(X, dtype=np.float64), np.isin(labels, positive).astype(np.int64)
+    X = np.asarray(X, dtype=np.float64)
+    # unit rows: the paper's step grid assumes a bounded curvature (module docstring)
+    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), np.finfo(np.float64).tiny)
+    return np.ascontiguousarray(X), np.isin(labels, positive).astype(np.int64)
 
 
 def _generated_dense(n, d, seed):
