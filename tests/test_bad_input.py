@@ -5,10 +5,20 @@ import pytest
 import scipy.sparse as sp
 
 from stochsvm import SADMMClassifier
+from stochsvm.linear import (
+    MiniBatchSGDClassifier,
+    ProxSVRGClassifier,
+    S3GDClassifier,
+    SCVClassifier,
+    StratifiedSGDClassifier,
+)
 
 from .test_estimator_checks import ESTIMATORS
 
-ESTIMATOR_CLASSES = sorted({type(estimator) for estimator in ESTIMATORS}, key=lambda c: c.__name__)
+# the SADMM family (with its contract-check list) and the S3GD family
+ESTIMATOR_CLASSES = sorted({type(estimator) for estimator in ESTIMATORS} | {
+    MiniBatchSGDClassifier, StratifiedSGDClassifier, ProxSVRGClassifier, SCVClassifier,
+    S3GDClassifier}, key=lambda c: c.__name__)
 
 
 def _data():
@@ -20,7 +30,8 @@ def _data():
 
 @pytest.fixture(params=ESTIMATOR_CLASSES, ids=lambda c: c.__name__)
 def estimator(request):
-    return request.param(max_iter=2, tol=None, random_state=0)
+    extra = {"n_anchors": 5, "n_neighbors": 2} if request.param is S3GDClassifier else {}
+    return request.param(max_iter=2, tol=None, random_state=0, **extra)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])

@@ -1,8 +1,8 @@
-"""The S3GD family refuses bad input with a ValueError/TypeError that says what to fix."""
+"""Bad input specific to the S3GD family (the checks every estimator shares are in
+test_bad_input.py): a ValueError/TypeError that says what to fix."""
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from stochsvm.linear.s3gd import S3GDClassifier
 from stochsvm.linear.scv import SCVClassifier
@@ -27,34 +27,6 @@ def estimator(request):
     return request.param(max_iter=2, tol=None, random_state=0, **extra)
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_non_finite_features(estimator, bad):
-    X, y = _data()
-    X[3, 2] = bad
-    with pytest.raises(ValueError, match="NaN|infinity"):
-        estimator.fit(X, y)
-    with pytest.raises(ValueError, match="NaN|infinity"):
-        estimator.fit(sp.csr_matrix(X), y)
-
-
-def test_empty_data(estimator):
-    with pytest.raises(ValueError, match="0 sample"):
-        estimator.fit(np.zeros((0, 3)), np.zeros(0))
-    X, y = _data()
-    with pytest.raises(ValueError, match="0 feature"):
-        estimator.fit(X[:, :0], y)
-
-
-def test_one_class_and_shapes(estimator):
-    X, y = _data()
-    with pytest.raises(ValueError, match="only one class|one class"):
-        estimator.fit(X, np.ones(len(y)))
-    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-        estimator.fit(X, y[:-1])
-    with pytest.raises(ValueError, match="Unknown label type"):
-        estimator.fit(X, np.linspace(0, 1, len(y)))
-
-
 @pytest.mark.parametrize("name, value", [("alpha", -1.0), ("step_size", 0.0),
                                          ("batch_size", 0), ("beta", -2.0), ("loss", "hinge"),
                                          ("penalty", "l0"), ("max_iter", 0),
@@ -64,12 +36,6 @@ def test_bad_hyper_parameters(estimator, name, value):
     estimator.set_params(**{name: value})
     with pytest.raises((ValueError, TypeError), match=name if name != "loss" else "loss"):
         estimator.fit(X, y)
-
-
-def test_bad_sample_weight(estimator):
-    X, y = _data()
-    with pytest.raises(ValueError):
-        estimator.fit(X, y, sample_weight=-np.ones(len(y)))
 
 
 def test_anchor_counts():
@@ -98,10 +64,3 @@ def test_family_specific():
         MiniBatchSGDClassifier(sampling="stratified").fit(X, y)
     with pytest.raises(ValueError, match="inner_iter"):
         ProxSVRGClassifier(inner_iter=-1).fit(X, y)
-
-
-def test_prediction_shape_mismatch(estimator):
-    X, y = _data()
-    estimator.fit(X, y)
-    with pytest.raises(ValueError, match="features"):
-        estimator.predict(X[:, :3])
