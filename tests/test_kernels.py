@@ -12,6 +12,7 @@ from sklearn.metrics.pairwise import (
 
 from stochsvm._core import kernels
 from stochsvm._core.kernels import (
+    _dense_variance,
     check_kernel_budget,
     check_memory_budget,
     kernel_block,
@@ -84,3 +85,12 @@ def test_budget_errors_name_budget_and_way_out():
     check_memory_budget(2 * 2**20, None, "A matrix", "unused")
     with pytest.raises(MemoryError, match="1000 x 1000 kernel block needs 7.6 MiB"):
         kernel_block(np.ones((1000, 2)), np.ones((1000, 2)), max_memory_mb=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (5000, 1700)])
+def test_dense_variance_matches_numpy(dtype, shape):
+    # gamma="scale" uses a chunked two-pass variance; it must be np.var to rounding, also
+    # when the array spans several chunks (5000 x 1700 float64 is over 32 MiB)
+    X = (np.random.default_rng(0).normal(size=shape) * 3 + 100).astype(dtype)
+    assert _dense_variance(X) == pytest.approx(float(np.var(X.astype(np.float64))), rel=1e-10)

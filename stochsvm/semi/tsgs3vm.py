@@ -67,14 +67,22 @@ __all__ = [
     "tsgs3vm_train",
 ]
 
+# Defaults of the iteration count T and the features per iteration m, chosen from measurements
+# (200 labels, n = 20000; generated clusters d = 20 and Fashion-MNIST tops vs rest d = 784,
+# 2 seeds): T = 64 with m = 64 (4096 features in all) matches the accuracy of T = 128 with
+# m = 128 (0.904 / 0.844 and 0.927 / 0.926 against 0.901 / 0.845 and 0.928 / 0.919) at a quarter
+# of the O(samples x d x T m) cost of the evaluations; m = 32 loses 2-4 points on the generated
+# data. At n = 1200, T = 64 and T = 128 are within a point (medians over 4 seeds 0.866 / 0.870
+# and 0.781 / 0.781).
+#
 # One pass over a large unlabeled set is spread over at most this many iterations by enlarging
 # the unlabeled batch, so that the O(|B| m T^2 d) cost of a pass grows linearly in n instead of
 # quadratically (with batches of 256, T = n_u / 256).
-ITERATIONS_PER_PASS = 128
+ITERATIONS_PER_PASS = 64
 # Fewest iterations of a default run on small data (several passes when n_u is small).
-MINIMUM_ITERATIONS = 128
+MINIMUM_ITERATIONS = 64
 # Default cap on the features per iteration m (the paper uses ceil(sqrt(n))).
-MAXIMUM_FEATURES_PER_ITERATION = 128
+MAXIMUM_FEATURES_PER_ITERATION = 64
 # Columns of stacked feature blocks and rows of a batch handled per projection product.
 _COLUMNS_PER_GROUP = 2048
 _ROWS_PER_CHUNK = 1024
@@ -248,11 +256,11 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     batch_size : int, default=256
         Labeled samples per iteration (all of them when fewer).
     unlabeled_batch_size : int or None, default=None
-        Unlabeled samples per iteration; ``None`` gives ``max(batch_size, ceil(n_u / 128))``,
-        so one pass takes at most 128 iterations.
+        Unlabeled samples per iteration; ``None`` gives ``max(batch_size, ceil(n_u / 64))``,
+        so one pass takes at most 64 iterations.
     n_features_per_iter : int or None, default=None
         Random features ``m`` added per iteration; ``None`` gives
-        ``min(ceil(sqrt(n)), 128)``.
+        ``min(ceil(sqrt(n)), 64)`` (measurements in the module source).
     step_size : float in (0, 1] or "theory", default=0.1
         The step ``gamma_0`` of ``step_schedule``, or ``"theory"``: the constant
         ``theta / T^(3/4)`` of Theorems 1-2.
@@ -267,7 +275,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         The ``theta`` of ``step_size="theory"``.
     max_iter : int or None, default=None
         Iterations ``T``; ``None`` runs ``n_passes`` passes over the unlabeled samples, and at
-        least 128 iterations.
+        least 64 iterations.
     n_passes : float, default=1.0
         Passes over the unlabeled samples when ``max_iter`` is None (the paper runs one).
     feature_cache : {"cached", "regenerate"} or bool, default="cached"
