@@ -36,6 +36,10 @@ Protocol
   (``timed_out``). In Fig. 2 a method that did not finish at one size is not run at larger
   sizes. Timings include everything ``fit`` does; prediction is not timed. One run at a time
   per core (``workers``), one BLAS thread per run.
+* Fig. 2 also runs TSGS3VM with a fixed iteration budget (64 iterations of 256 unlabeled
+  samples, ``max_iter=64, unlabeled_batch_size=256``): its time must not grow with n (target:
+  under 2x from the smallest to the largest size), while the default one-pass runs report
+  their growth exponent next to the peers'.
 * Fig. 2 data: generated cluster-structured data (:func:`generated_clusters`), ``d = 20``,
   ``n`` up to 10^6 (full); the growth exponent is the least-squares slope of
   ``log seconds`` on ``log n`` over the finished sizes.
@@ -126,8 +130,11 @@ FASHION_TASKS = {
     "tops vs rest": ([0, 2, 4, 6], [1, 3, 5, 7, 8, 9]),
 }
 
+# Fig. 2 only: TSGS3VM with a fixed iteration budget (64 iterations of 256 unlabeled samples),
+# whose time must not grow with n (it only samples the data).
+FIXED_BUDGET = "TSGS3VM (64 x 256 fixed)"
 # Methods whose class lives in this package (the rest are scikit-learn peers).
-OURS = ("TSGS3VM", "FRS3VM", "BGS3VM", "CCCPTSVM", "SelfLabelingTSVM")
+OURS = ("TSGS3VM", FIXED_BUDGET, "FRS3VM", "BGS3VM", "CCCPTSVM", "SelfLabelingTSVM")
 EXACT = ("CCCPTSVM", "SelfLabelingTSVM")
 SEMI_SUPERVISED_PEERS = ("LabelSpreading", "SelfTraining(SVC)")
 
@@ -200,6 +207,9 @@ def _make(name, seed, classes):
 
     if name == "TSGS3VM":
         return classes[name](random_state=seed), "semi"
+    if name == FIXED_BUDGET:
+        return classes["TSGS3VM"](random_state=seed, max_iter=64,
+                                  unlabeled_batch_size=256), "semi"
     if name == "FRS3VM":
         return classes[name](random_state=seed), "semi"
     if name == "BGS3VM":
@@ -359,7 +369,23 @@ def scaling_targets(records, n_features):
             "one_pass_under_2_minutes": bool(largest["status"] == "ok" and seconds is not None
                                              and seconds < 120.0),
             "peak_memory_bytes": memory, "data_bytes": data_bytes,
-            "memory_met": None if memory is None else bool(memory <= data_bytes + 2 ** 30)}
+            "memory_met": None if memory is None else bool(memory <= data_bytes + 2 ** 30),
+            **_fixed_budget_target(records)}
+
+
+def _fixed_budget_target(records):
+    """The fixed-iteration-budget runs: growth exponent in n and the ratio of the time at the
+    largest size to the time at the smallest. Target: time does not grow with n, taken as a
+    ratio below 2 (the budget's work is fixed; validating and splitting ``X`` is O(n d))."""
+    runs = sorted((r["n"], r["fit_seconds"]) for r in records
+                  if r["method"] == FIXED_BUDGET and r["status"] == "ok" and r.get("fit_seconds"))
+    if len(runs) < 2:
+        return {}
+    exponent = growth_exponents([r for r in records if r["method"] == FIXED_BUDGET])
+    ratio = runs[-1][1] / runs[0][1]
+    return {"fixed_budget_exponent": exponent[FIXED_BUDGET], "fixed_budget_ratio": ratio,
+            "fixed_budget_sizes": [runs[0][0], runs[-1][0]],
+            "fixed_budget_flat": bool(ratio < 2.0)}
 
 
 # --------------------------------------------------------------------------------------
@@ -514,6 +540,12 @@ def markdown(report):
                   f"(one pass under 2 minutes: {target['one_pass_under_2_minutes']}); peak "
                   f"memory {memory} against data {target['data_bytes'] / 2 ** 20:.0f} MiB + "
                   f"1 GiB (met: {target['memory_met']})."]
+        if "fixed_budget_exponent" in target:
+            small, large = target["fixed_budget_sizes"]
+            lines += ["", f"{FIXED_BUDGET}: {target['fixed_budget_ratio']:.2f}x the time at "
+                      f"n = {large} as at n = {small} (exponent "
+                      f"{target['fixed_budget_exponent']:.2f}; under 2x: "
+                      f"{target['fixed_budget_flat']})."]
     lines += ["", f"## Fig. 3: test accuracy, median [min, max] over seeds "
               f"({config['n_labeled']} labels)", "",
               "| dataset | method | test accuracy | fit seconds | peak memory MiB | runs |",
@@ -632,7 +664,8 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
                if name in classes]
     methods += ["LabelSpreading", "SelfTraining(SVC)", "SVC (labeled only)", "SVC (all labels)"]
     _warm_up(classes)
-    scaling = run_scaling(config, methods, classes, log)
+    scaling_methods = methods[:1] + ([FIXED_BUDGET] if "TSGS3VM" in classes else []) + methods[1:]
+    scaling = run_scaling(config, scaling_methods, classes, log)
     accuracy = run_accuracy(config, methods, classes, log)
     summary = summarize_accuracy(accuracy)
     report = {"config": dict(config), "notes": notes, "scaling": scaling,
