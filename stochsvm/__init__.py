@@ -17,7 +17,7 @@ from . import datasets
 from .io import load, save
 from ._core.random_features import RandomFourierFeatures
 from .kernel import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
-from .semi import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, SelfLabelingTSVM
+from .semi import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, LabeledKFold, SelfLabelingTSVM
 
 __version__ = "0.1.0"
 
@@ -27,6 +27,7 @@ __all__ = [
     "ComidClassifier",
     "FRS3VM",
     "KernelPegasosSVC",
+    "LabeledKFold",
     "MiniBatchSGDClassifier",
     "PegasosClassifier",
     "ProxSVRGClassifier",

@@ -2,7 +2,8 @@
 
 from .bgs3vm import BGS3VM
 from .frs3vm import FRS3VM
+from .model_selection import LabeledKFold
 from .tsgs3vm import TSGS3VM
 from .tsvm import CCCPTSVM, SelfLabelingTSVM
 
-__all__ = ["BGS3VM", "CCCPTSVM", "FRS3VM", "SelfLabelingTSVM", "TSGS3VM"]
+__all__ = ["BGS3VM", "CCCPTSVM", "FRS3VM", "LabeledKFold", "SelfLabelingTSVM", "TSGS3VM"]
