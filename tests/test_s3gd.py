@@ -34,9 +34,15 @@ def _estimator(cls, n_samples, penalty="l2"):
 # measured relative gap above 1e-4 at this budget (the rest reach 1e-4): SSGD's
 # one-draw-per-stratum batches are noisier on breast cancer
 L2_TOLERANCES = {(StratifiedSGDClassifier, "breast_cancer"): 3e-4}
-# l1: averaging prox iterates leaves small nonzero coordinates; constant-step SGD's and S3GD's
-# averaged iterates stop at these gaps, Prox-SVRG's last iterate reaches 1e-4
-L1_TOLERANCES = {ProxSVRGClassifier: 1e-4, S3GDClassifier: 2e-3, MiniBatchSGDClassifier: 6e-3}
+# l1: the averaged output's l1 part is soft-thresholded once more (stochsvm.linear.sgd), which
+# zeroes coordinates only the gradient noise made nonzero; what is left is the constant step's
+# bias and, on breast cancer (30 correlated features), a slow support identification. Gaps at
+# the selected step (before the final threshold): S3GD 6.7e-5 (1.4e-4) on digits and 5.5e-4
+# (1.5e-3) on breast cancer, mini-batch SGD 3.4e-4 (3.8e-4) and 4.3e-3 (4.9e-3); Prox-SVRG's
+# last iterate converges linearly to 1e-9
+L1_TOLERANCES = {(S3GDClassifier, "breast_cancer"): 7e-4,
+                 (MiniBatchSGDClassifier, "digits"): 4e-4,
+                 (MiniBatchSGDClassifier, "breast_cancer"): 5e-3}
 
 
 def _lbfgs_optimum(X, y):
@@ -67,7 +73,7 @@ def test_l2_logistic_reaches_lbfgs_optimum(cls, dataset):
 def test_l1_logistic_reaches_exact_optimum(cls, dataset):
     X, y = DATASETS[dataset]()
     _, _, optimum = exact_smooth_linear(X, y, ALPHA, penalty="l1")
-    tolerance = L1_TOLERANCES[cls]
+    tolerance = L1_TOLERANCES.get((cls, dataset), 1e-4)
     selection = select_step_size(_estimator(cls, X.shape[0], "l1"), X, y, optimum, STEPS,
                                  epsilon=tolerance)
     assert selection.step_size is not None, selection.objectives
@@ -139,28 +145,43 @@ def test_dense_equals_sparse_and_seeds(cls):
 def test_history_and_gradient_correlation(cls):
     X, y = binary_digits()
     model = cls(alpha=ALPHA, max_iter=3, tol=None, random_state=0, step_size=0.1,
-                gradient_diagnostics=True).fit(X, y)
+                gradient_diagnostics=True, diagnostic_batches=4).fit(X, y)
     assert len(model.history_) == 3
     for record in model.history_:
-        assert {"iteration", "seconds", "objective", "gradient_correlation"} <= set(record) or \
-            {"iteration", "seconds", "running_objective", "gradient_correlation"} <= set(record)
+        assert {"iteration", "seconds", "running_objective", "gradient_correlation",
+                "gradient_correlation_stderr"} <= set(record)
         assert -1.0 <= record["gradient_correlation"] <= 1.0
+        assert 0.0 <= record["gradient_correlation_stderr"] < 1.0
     # the diagnostic does not move the model
     plain = cls(alpha=ALPHA, max_iter=3, tol=None, random_state=0, step_size=0.1).fit(X, y)
     np.testing.assert_array_equal(plain.coef_, model.coef_)
+    # the same seed gives the same diagnostic; one batch has no standard error
+    again = cls(alpha=ALPHA, max_iter=3, tol=None, random_state=0, step_size=0.1,
+                gradient_diagnostics=True, diagnostic_batches=4).fit(X, y)
+    assert ([r["gradient_correlation"] for r in again.history_]
+            == [r["gradient_correlation"] for r in model.history_])
+    single = cls(alpha=ALPHA, max_iter=1, tol=None, random_state=0, step_size=0.1,
+                 gradient_diagnostics=True, diagnostic_batches=1).fit(X, y)
+    assert single.history_[0]["gradient_correlation_stderr"] == 0.0
+    with pytest.raises(ValueError, match="diagnostic_batches"):
+        cls(diagnostic_batches=0, gradient_diagnostics=True).fit(X, y)
 
 
 def test_variance_reduction_improves_gradient_correlation():
+    # Fig. 6: after the first outer loops, S3GD's (100 anchors) and Prox-SVRG's gradients
+    # correlate better with the exact gradient than plain SGD's. Measured means over epochs
+    # 2-6 (10 batches per record), seeds 0/1/2: SGD 0.20/0.27/0.23, S3GD 0.47/0.45/0.49,
+    # Prox-SVRG 0.997
     X, y = binary_digits()
-    params = dict(alpha=ALPHA, max_iter=5, tol=None, random_state=0, step_size=0.1,
+    params = dict(alpha=ALPHA, max_iter=6, tol=None, random_state=0, step_size=0.1,
                   gradient_diagnostics=True)
     sgd = MiniBatchSGDClassifier(**params).fit(X, y)
-    s3gd = S3GDClassifier(n_anchors=400, **params).fit(X, y)
+    s3gd = S3GDClassifier(**params).fit(X, y)
     svrg = ProxSVRGClassifier(**params).fit(X, y)
-    correlation = {name: np.mean([r["gradient_correlation"] for r in model.history_])
+    correlation = {name: np.mean([r["gradient_correlation"] for r in model.history_[1:]])
                    for name, model in [("sgd", sgd), ("s3gd", s3gd), ("svrg", svrg)]}
-    assert correlation["s3gd"] > correlation["sgd"]
-    assert correlation["svrg"] > correlation["sgd"]
+    assert correlation["s3gd"] > correlation["sgd"] + 0.1
+    assert correlation["svrg"] > 0.99 > correlation["s3gd"]
 
 
 def test_multiclass_and_class_weight():
@@ -217,3 +238,36 @@ def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
     np.testing.assert_allclose(coef, twin_coef, rtol=1e-10, atol=1e-12)
     assert scalars[0] == pytest.approx(twin_intercept, rel=1e-10, abs=1e-12)
     assert loss_sum == pytest.approx(twin_loss, rel=1e-10)
+
+
+@pytest.mark.parametrize("penalty", ["l1", "l2", "elasticnet"])
+def test_averaged_output_thresholds_the_mean_iterate(penalty):
+    # the averaged model is the mean of the prox iterates with its l1 part soft-thresholded
+    # once more; for l2 it is the plain mean, for l1 it has zeros the mean lacks
+    from .reference_s3gd import averaged_prox_twin
+
+    X, y = binary_digits()
+    X, y = X[:300], y[:300]
+    l1_ratio = {"l1": 1.0, "l2": 0.0, "elasticnet": 0.5}[penalty]
+    _, _, mean_coef, averaged, mean_intercept = averaged_prox_twin(
+        X, y, np.arange(300).reshape(60, 5), np.ones((60, 5)), 0.3, ALPHA, l1_ratio)
+    for matrix in (X, sp.csr_matrix(X)):
+        model = MiniBatchSGDClassifier(alpha=ALPHA, penalty=penalty, l1_ratio=0.5,
+                                       step_size=0.3, max_iter=1, tol=None, shuffle=False,
+                                       average=True, batch_size=5).fit(matrix, y)
+        np.testing.assert_allclose(model.coef_[0], averaged, rtol=1e-9, atol=1e-12)
+        assert model.intercept_[0] == pytest.approx(mean_intercept, rel=1e-9)
+    if penalty == "l2":
+        np.testing.assert_array_equal(averaged, mean_coef)
+    else:
+        assert np.count_nonzero(averaged) < np.count_nonzero(mean_coef)
+
+
+def test_l1_average_keeps_the_optimum_zeros():
+    X, y = binary_digits()
+    coef, _, _ = exact_smooth_linear(X, y, ALPHA, penalty="l1")
+    model = S3GDClassifier(alpha=ALPHA, penalty="l1", step_size=0.03, max_iter=100, tol=None,
+                           average=len(y) * 50, random_state=0).fit(X, y)
+    # every coefficient that is nonzero at the optimum is nonzero here; most zeros are kept
+    assert np.all(model.coef_[0][coef != 0] != 0)
+    assert np.count_nonzero(model.coef_) < 2.5 * np.count_nonzero(coef)

@@ -97,6 +97,9 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
     average : bool or int, default=False
     class_weight : dict, "balanced" or None, default=None
     gradient_diagnostics : bool, default=False
+    diagnostic_batches : int, default=10
+        Independent mini-batches the ``gradient_correlation`` of a record is averaged
+        over (``gradient_correlation_stderr`` is its standard error).
     warm_start : bool, default=False
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
@@ -112,7 +115,8 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
                  batch_size=10, step_size=0.1, max_moment_bytes=2**30,
                  fit_intercept=True, max_iter=20, tol=1e-4, n_iter_no_change=3, shuffle=True,
                  average=False, class_weight=None, gradient_diagnostics=False,
-                 warm_start=False, random_state=None, verbose=0, callback=None):
+                 diagnostic_batches=10, warm_start=False, random_state=None, verbose=0,
+                 callback=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -132,6 +136,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
         self.average = average
         self.class_weight = class_weight
         self.gradient_diagnostics = gradient_diagnostics
+        self.diagnostic_batches = diagnostic_batches
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose

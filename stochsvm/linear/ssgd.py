@@ -56,6 +56,9 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
     average : bool or int, default=False
     class_weight : dict, "balanced" or None, default=None
     gradient_diagnostics : bool, default=False
+    diagnostic_batches : int, default=10
+        Independent mini-batches the ``gradient_correlation`` of a record is averaged
+        over (``gradient_correlation_stderr`` is its standard error).
     warm_start : bool, default=False
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
@@ -71,8 +74,8 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
                  batch_size=10, step_size=0.1, fit_intercept=True, max_iter=20, tol=1e-4,
                  n_iter_no_change=3, shuffle=True, average=False, class_weight=None,
-                 gradient_diagnostics=False, warm_start=False, random_state=None, verbose=0,
-                 callback=None):
+                 gradient_diagnostics=False, diagnostic_batches=10, warm_start=False,
+                 random_state=None, verbose=0, callback=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -88,6 +91,7 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
         self.average = average
         self.class_weight = class_weight
         self.gradient_diagnostics = gradient_diagnostics
+        self.diagnostic_batches = diagnostic_batches
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
