@@ -36,9 +36,11 @@ Protocol
   time to reach :math:`F^\star(1 + 10^{-3})` is reported, median and [min, max] over seeds.
 * Fig. 3: wall time of one epoch (mean of epochs 2-4; one-off preparation excluded) divided
   by its inner iterations, times 50 (outer-loop work amortized); the bandwidth floor is one
-  ``X @ w`` over the same data.
-* Fig. 6: ``gradient_diagnostics=True`` (Pearson correlation of the gradient estimate on one
-  fresh mini-batch with the exact gradient), median over the epochs of the first seed.
+  ``X @ w`` over the same data on one BLAS thread (the compiled epochs use one core); the
+  ratio against the default BLAS threads is reported beside it.
+* Fig. 6: ``gradient_diagnostics=True`` (Pearson correlation of the gradient estimate with
+  the exact gradient, the mean over 10 fresh mini-batches per record), median over the epochs
+  of the first seed.
 * Fashion-MNIST rows (pixels in [0, 1], mean squared norm about 160) are scaled to unit
   Euclidean norm, so that the paper's step grid applies: unscaled, the logistic gradient's
   Lipschitz constant is about 40 and every step of the grid is unstable (measured: step 0.1
@@ -269,13 +271,19 @@ def per_iteration_seconds(name, step, X, y):
     return 50.0 * seconds / steps, seconds
 
 
-def matvec_seconds(X):
+def matvec_seconds(X, threads=1):
+    """Fastest of 20 passes ``X @ w`` with ``threads`` BLAS threads (``None``: the library's
+    default). The floor of the epoch target uses one thread, as the compiled epochs run on one
+    core; the default-thread time is recorded beside it."""
+    from threadpoolctl import threadpool_limits
+
     w = np.ones(X.shape[1])
     best = np.inf
-    for _ in range(20):  # the fastest of 20: BLAS threads may be busy on a shared machine
-        begin = time.perf_counter()
-        X @ w
-        best = min(best, time.perf_counter() - begin)
+    with threadpool_limits(limits=threads):
+        for _ in range(20):  # the fastest of 20: the machine may be busy
+            begin = time.perf_counter()
+            X @ w
+            best = min(best, time.perf_counter() - begin)
     return best
 
 
@@ -353,6 +361,7 @@ def run_dataset(label, X, y, config, log):
         }
         log(f"  {name}: time to target {result['methods'][name]['time_to_target']}")
     result["matvec_seconds"] = matvec_seconds(X)
+    result["matvec_seconds_default_threads"] = matvec_seconds(X, threads=None)
     return result
 
 
@@ -406,7 +415,10 @@ def evaluate_targets(results):
         rows.append((f"{label}: S3GD per-iteration time within 1.5x SGD's",
                      f"{ratio:.2f}x", ratio <= 1.5))
         floor = methods["S3GD"]["epoch_seconds"] / max(result["matvec_seconds"], 1e-12)
-        rows.append((f"{label}: S3GD epoch within 3x one pass X @ w", f"{floor:.1f}x",
+        threaded = methods["S3GD"]["epoch_seconds"] / max(
+            result.get("matvec_seconds_default_threads", np.inf), 1e-12)
+        rows.append((f"{label}: S3GD epoch within 3x one pass X @ w (one thread; "
+                     f"{threaded:.1f}x against {os.cpu_count()} BLAS threads)", f"{floor:.1f}x",
                      floor <= 3.0))
     return rows
 
