@@ -26,9 +26,12 @@ Protocol
   :math:`p = 10`; Prox-SVRG with inner loop 50; SSGD with :math:`p` strata; SCV expanding the
   loss at margin 0; mini-batch 10 for every method.
 * Step size, the same rule for all five of ours: the stability rule of eq. (47) on the paper's
-  grid :math:`\{0.1, 1, 5, 10\}` with :math:`\epsilon = 0.01` after a fixed budget of epochs
-  (first seed). scikit-learn's methods keep their defaults (``SGDClassifier``'s "optimal"
-  schedule; ``saga`` and ``lbfgs`` need no step).
+  grid :math:`\{0.1, 1, 5, 10\}` after a fixed budget of epochs (first seed), with
+  :math:`\epsilon = 10^{-3}`, the accuracy of the time-to-target measure (the paper's 0.01
+  picks steps whose constant-step noise floor lies above :math:`F^\star(1 + 10^{-3})`, which
+  such a method then never reaches); when no step of the grid gets there within the budget,
+  the one that came closest. scikit-learn's methods keep their defaults (``SGDClassifier``'s
+  "optimal" schedule; ``saga`` and ``lbfgs`` need no step).
 * Time to target: every method runs under the same wall-clock limit; ours and
   ``SGDClassifier`` record the objective after every epoch (objective evaluation excluded
   from the clock; data preparation such as k-means anchors included); ``saga`` and ``lbfgs``
@@ -322,8 +325,13 @@ def run_dataset(label, X, y, config, log):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             selection = select_step_size(estimator, X, y, f_star, PAPER_STEP_SIZES,
-                                         epsilon=0.01)
-        step = selection.step_size if selection.step_size is not None else min(PAPER_STEP_SIZES)
+                                         epsilon=TARGET)
+        step = selection.step_size
+        if step is None:
+            # no step of the grid reached the target within the selection budget: the one
+            # that came closest (the smallest step when every one diverged)
+            finite = {k: v for k, v in selection.objectives.items() if np.isfinite(v)}
+            step = min(finite, key=finite.get) if finite else min(PAPER_STEP_SIZES)
         entry["step_selection"] = {str(k): v for k, v in selection.objectives.items()}
         entry["step_size"] = step
         entry["step_stable"] = selection.step_size is not None
@@ -440,7 +448,8 @@ def markdown(results, targets, config, seconds):
             text = ("not reached" if spread is None else
                     f"{spread['median']:.3g} [{spread['min']:.3g}, {spread['max']:.3g}]")
             step = method.get("step_size", "default")
-            stable = "" if method.get("step_stable", True) else " (none stable)"
+            stable = ("" if method.get("step_stable", True)
+                      else " (closest; none reached the target)")
             per50 = method.get("seconds_per_50_iterations")
             corr = method.get("gradient_correlation")
             lines.append(
