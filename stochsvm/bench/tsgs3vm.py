@@ -664,7 +664,8 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
                if name in classes]
     methods += ["LabelSpreading", "SelfTraining(SVC)", "SVC (labeled only)", "SVC (all labels)"]
     _warm_up(classes)
-    scaling_methods = methods[:1] + ([FIXED_BUDGET] if "TSGS3VM" in classes else []) + methods[1:]
+    fixed = [FIXED_BUDGET] if "TSGS3VM" in classes else []
+    scaling_methods = methods[:1] + fixed + methods[1:]
     scaling = run_scaling(config, scaling_methods, classes, log)
     accuracy = run_accuracy(config, methods, classes, log)
     summary = summarize_accuracy(accuracy)

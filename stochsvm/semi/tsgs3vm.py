@@ -298,9 +298,10 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         30 labels: 0.998 against 0.948 without, SVC on the labels 0.971; two moons, 10
         labels: 0.930 / 0.922 / 0.910) and costs 1-3 points where they overlap (generated
         clusters, 200 labels: 0.812 / 0.838 / 0.881; Fashion-MNIST T-shirt vs Shirt: 0.779 /
-        0.788 / 0.799); on such data the unlabeled loss itself lowers accuracy (``C_star=0``:
-        0.862 and 0.797), and cross-validation over ``C_star`` and ``balance`` with
-        :class:`~stochsvm.semi.model_selection.LabeledKFold` is the way to find out.
+        0.788 / 0.799); on such data the unlabeled loss itself lowers accuracy
+        (``C_star=0, balance=False``: 0.862 and 0.797). Cross-validation over ``C_star`` and
+        ``balance`` with :class:`~stochsvm.semi.model_selection.LabeledKFold` tells which
+        case a data set is.
     unlabeled_ramp_up : float in [0, 1], default=0.5
         Fraction of the iterations over which the weight of the unlabeled loss grows linearly
         from 0 to ``C_star`` (the annealing of Chapelle & Zien 2005, which lets the labeled
