@@ -237,6 +237,7 @@ BAD_INPUTS = [
     (dict(kernel="poly"), None, "kernel"),
     (dict(gamma=-1.0), None, "gamma"),
     (dict(feature_cache="disk"), None, "feature_cache"),
+    (dict(balance="sometimes"), None, "balance"),
     (dict(n_features_per_iter=0), None, "n_features_per_iter"),
     (dict(ramp_s=1.5, unlabeled_loss="ramp"), None, "ramp_s"),
     (dict(unlabeled_ramp_up=2.0), None, "unlabeled_ramp_up"),

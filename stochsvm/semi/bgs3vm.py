@@ -408,7 +408,7 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         pool_coef = np.zeros(int(capacity.sum()))
         slot_of_sample = np.full(n_labeled + n_unlabeled, -1, dtype=np.int64)
         outputs_buffer = np.zeros(labeled_batch + unlabeled_batch)
-        balance = bool(self.balance) and unlabeled_batch > 0
+        balance = self._balance and unlabeled_batch > 0
         if balance:
             fraction = self._positive_fraction(y_signed)
             balance_target = 2.0 * fraction - 1.0

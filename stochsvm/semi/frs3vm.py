@@ -148,7 +148,7 @@ callback, record_every
                  unlabeled_loss="symmetric_hinge", ramp_s=-0.3, n_components=1024,
                  batch_size=256, unlabeled_batch_size=None, step_size=0.1,
                  step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=10.0,
-                 feature_dtype="float32", balance=True, unlabeled_ramp_up=0.5, random_state=None, verbose=0, callback=None,
+                 feature_dtype="float32", balance="auto", unlabeled_ramp_up=0.5, random_state=None, verbose=0, callback=None,
                  record_every=8):
         self.C = C
         self.C_star = C_star
@@ -191,7 +191,7 @@ callback, record_every
             C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,
             unlabeled_parameter=self._unlabeled_parameter, labeled_batch=self._labeled_batch,
             unlabeled_batch=self._unlabeled_batch, n_iterations=self._n_iterations,
-            step=self._step, dtype=self._dtype, balance=self.balance, ramp_up=self._ramp_up,
+            step=self._step, dtype=self._dtype, balance=self._balance, ramp_up=self._ramp_up,
             monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                     label=f"FRS3VM[{problem_index}] "),
             record_every=self._record_every)
