@@ -44,7 +44,7 @@ _CHUNK_BYTES = 32 * 2**20
 def _dense_variance(X):
     """``np.var(X)`` of a dense array in two passes over row chunks: the same value (to
     rounding) without the full-size temporary ``X - mean`` that ``np.var`` allocates (on a
-    20000 x 784 array: 0.03 s instead of 0.2 s)."""
+    20000 x 784 float64 array: 0.06 s instead of 0.48 s)."""
     X = np.asarray(X)
     if X.size == 0:
         return float(np.var(X))

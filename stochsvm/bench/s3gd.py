@@ -325,7 +325,8 @@ def run_dataset(label, X, y, config, log):
         if name == "Prox-SVRG":
             # an epoch (n drawn samples) is n / (p k_in) outer loops, each a full gradient
             # (about two passes X @ w): O(n^2) work, hopeless at n = 10^6 under the time limit
-            outer_loops = -(-n // (10 * 50))
+            settings = OURS[name]().get_params()
+            outer_loops = -(-n // (settings["batch_size"] * settings["inner_iter"]))
             estimate = outer_loops * 2.0 * result["matvec_seconds"]
             if estimate > config["time_limit"]:
                 entry["skipped"] = (
