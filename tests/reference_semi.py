@@ -23,11 +23,15 @@ def _loss_derivatives(outputs, signs, n_batch_labeled, labeled_weight, unlabeled
 
 def tsgs3vm_reference(X_labeled, y_signed, X_unlabeled, batches, *, seed, C, C_star, gamma,
                       kernel, unlabeled_loss, unlabeled_parameter, block_size, step,
-                      balance=True, ramp_up=0.0):
+                      balance=True, ramp_up=0.0, labeled_steps=1):
     """Alg. 1 of the TSGS3VM paper written plainly (eager scaling of every old block, the
     whole model re-evaluated feature by feature with ``np.cos``), float64.
 
-    ``batches`` is the list of ``(labeled_indices, unlabeled_indices)`` of each iteration.
+    ``batches`` is the list of ``(labeled_indices, unlabeled_indices)`` of each iteration;
+    ``step`` a constant or one step per step (``len(batches) * labeled_steps``). Each
+    iteration takes ``labeled_steps`` steps on its new block: the first with the gradient at
+    the iteration's start, the others with the labeled hinge derivatives re-evaluated from
+    the whole model and the first step's unlabeled gradient.
     Returns ``(alphas, intercepts)``: the coefficient blocks after the last iteration and the
     intercept used at each iteration.
     """
@@ -36,12 +40,19 @@ def tsgs3vm_reference(X_labeled, y_signed, X_unlabeled, batches, *, seed, C, C_s
     alphas, blocks, intercepts = [], [], []
     target = float(np.mean(y_signed))
     n_iterations = len(batches)
+    steps = np.broadcast_to(np.asarray(step, dtype=np.float64),
+                            (n_iterations * labeled_steps,))
+
+    def evaluate(X_rows):
+        outputs = np.zeros(X_rows.shape[0])
+        for (omega, offset), alpha in zip(blocks, alphas):
+            outputs += np.sqrt(2.0 / m) * np.cos(X_rows @ omega + offset) @ alpha
+        return outputs
+
     for iteration, (labeled_indices, unlabeled_indices) in enumerate(batches):
         X_batch = np.vstack([_dense(X_labeled[labeled_indices]),
                              _dense(X_unlabeled[unlabeled_indices])])
-        outputs = np.zeros(X_batch.shape[0])
-        for (omega, offset), alpha in zip(blocks, alphas):
-            outputs += np.sqrt(2.0 / m) * np.cos(X_batch @ omega + offset) @ alpha
+        outputs = evaluate(X_batch)
         n_batch_labeled = len(labeled_indices)
         intercept = 0.0
         if balance and n_unlabeled:
@@ -49,17 +60,26 @@ def tsgs3vm_reference(X_labeled, y_signed, X_unlabeled, batches, *, seed, C, C_s
         outputs += intercept
         intercepts.append(intercept)
         ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
+        labeled_weight = C * n_labeled / len(labeled_indices)
         weights = _loss_derivatives(
-            outputs, y_signed[labeled_indices], n_batch_labeled,
-            C * n_labeled / len(labeled_indices),
+            outputs, y_signed[labeled_indices], n_batch_labeled, labeled_weight,
             C_star * n_unlabeled / len(unlabeled_indices) if len(unlabeled_indices) else 0.0,
             unlabeled_loss, unlabeled_parameter, ramp)
         omega, offset = feature_block(seed, iteration, X_batch.shape[1], m, gamma, kernel)
         features = np.sqrt(2.0 / m) * np.cos(X_batch @ omega + offset)
-        new_alpha = -step * features.T @ weights          # eq. (7), Alg. 1 line 7
-        alphas = [(1.0 - step) * alpha for alpha in alphas]  # Alg. 1 line 8
-        alphas.append(new_alpha)
+        unlabeled_part = features[n_batch_labeled:].T @ weights[n_batch_labeled:]
+        alphas.append(np.zeros(m))
         blocks.append((omega, offset))
+        for sub in range(labeled_steps):
+            step_now = steps[iteration * labeled_steps + sub]
+            if sub:
+                margins = y_signed[labeled_indices] * (evaluate(X_batch[:n_batch_labeled])
+                                                       + intercept)
+                weights[:n_batch_labeled] = np.where(
+                    margins < 1.0, -labeled_weight * y_signed[labeled_indices], 0.0)
+            gradient = features[:n_batch_labeled].T @ weights[:n_batch_labeled] + unlabeled_part
+            alphas = [(1.0 - step_now) * alpha for alpha in alphas]  # Alg. 1 line 8
+            alphas[-1] = alphas[-1] - step_now * gradient               # eq. (7), line 7
     return alphas, intercepts
 
 

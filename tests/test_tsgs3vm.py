@@ -32,13 +32,20 @@ def small_problem(n=120, seed=0):
     return X, semi_split(y, 5, seed), y
 
 
-@pytest.mark.parametrize("loss, balance, ramp_up, labeled_batch", [
-    ("symmetric_hinge", True, 0.0, 10),
-    ("ramp", False, 0.5, 4),
-    ("differentiable_approximation", True, 0.3, 6),
-    ("squared_symmetric_hinge", False, 0.0, 10),
+# The last two cases are short enough that the labeled outputs are re-evaluated each
+# iteration instead of kept up to date (the other branch of ``tsgs3vm_train``).
+@pytest.mark.parametrize("loss, balance, ramp_up, labeled_batch, labeled_steps, n_iterations", [
+    ("symmetric_hinge", True, 0.0, 10, 1, 200),
+    ("ramp", False, 0.5, 4, 1, 200),
+    ("differentiable_approximation", True, 0.3, 6, 1, 200),
+    ("squared_symmetric_hinge", False, 0.0, 10, 1, 200),
+    ("symmetric_hinge", True, 0.5, 10, 4, 200),
+    ("ramp", False, 0.0, 4, 3, 200),
+    ("symmetric_hinge", True, 0.0, 2, 1, 6),
+    ("symmetric_hinge", False, 0.5, 2, 5, 6),
 ])
-def test_training_loop_matches_numpy_twin(loss, balance, ramp_up, labeled_batch):
+def test_training_loop_matches_numpy_twin(loss, balance, ramp_up, labeled_batch, labeled_steps,
+                                          n_iterations):
     rng = np.random.RandomState(3)
     X_labeled = rng.normal(size=(10, 3))
     y_signed = np.where(rng.rand(10) > 0.5, 1.0, -1.0)
@@ -48,17 +55,18 @@ def test_training_loop_matches_numpy_twin(loss, balance, ramp_up, labeled_batch)
     parameter = loss_object.default_parameter
     settings = dict(seed=12345, C=2.0, C_star=0.1, gamma=0.7, kernel="rbf",
                     unlabeled_loss=loss_object, unlabeled_parameter=parameter, block_size=3,
-                    step=0.05)
-    n_iterations = 200
+                    step=0.05 if labeled_steps == 1
+                    else 0.2 / (1.0 + 0.2 * np.arange(n_iterations * labeled_steps)))
     batches = list(batch_schedule(np.random.RandomState(1), 10, 80, labeled_batch, 16,
                                   n_iterations))
     for cached in (True, False):
         state, history, n_iter = tsgs3vm_train(
             X_labeled, y_signed, X_unlabeled, np.random.RandomState(1), labeled_batch=labeled_batch,
             unlabeled_batch=16, n_iterations=n_iterations, cached=cached, dtype=np.float64,
-            balance=balance, ramp_up=ramp_up, **settings)
+            balance=balance, ramp_up=ramp_up, labeled_steps=labeled_steps, **settings)
         alphas, _ = tsgs3vm_reference(X_labeled, y_signed, X_unlabeled, batches,
-                                      balance=balance, ramp_up=ramp_up, **settings)
+                                      balance=balance, ramp_up=ramp_up,
+                                      labeled_steps=labeled_steps, **settings)
         assert n_iter == n_iterations
         np.testing.assert_allclose(state["coefficients"], np.concatenate(alphas), rtol=1e-8,
                                    atol=1e-12)
@@ -241,6 +249,8 @@ BAD_INPUTS = [
     (dict(n_features_per_iter=0), None, "n_features_per_iter"),
     (dict(ramp_s=1.5, unlabeled_loss="ramp"), None, "ramp_s"),
     (dict(unlabeled_ramp_up=2.0), None, "unlabeled_ramp_up"),
+    (dict(labeled_steps=0), None, "labeled_steps"),
+    (dict(labeled_steps="many"), None, "labeled_steps"),
 ]
 
 
@@ -269,20 +279,64 @@ def test_sklearn_contract(estimator, check):
     check(estimator)
 
 
-def test_decreasing_step_does_not_collapse_with_many_iterations():
-    """With a constant step 0.1 the iterates oscillate into one class after many iterations
-    (10 labels on two moons, 1000 iterations); the default decreasing schedule keeps the
-    accuracy."""
+def test_labeled_steps_auto_resolves_from_C_and_labels():
+    from stochsvm.semi.tsgs3vm import MAXIMUM_LABELED_STEPS, resolve_labeled_steps
+
+    assert resolve_labeled_steps("auto", 1.0, 200, 64) == 4
+    assert resolve_labeled_steps("auto", 1.0, 10, 64) == 1
+    assert resolve_labeled_steps("auto", 100.0, 200, 64) == MAXIMUM_LABELED_STEPS
+    assert resolve_labeled_steps(3, 100.0, 200, 64) == 3
+
+
+def test_labeled_steps_settle_the_labeled_term_at_large_C():
+    """At C = 10 one step per iteration leaves the labeled hinge far from settled (measured
+    on generated clusters, 200 labels: 0.77 against 0.87 with "auto", SVC 0.87)."""
+    from stochsvm.bench.tsgs3vm import generated_clusters
+    from stochsvm.datasets import make_semi_supervised
+
+    X, y = generated_clusters(4000, seed=7)
+    y_semi = make_semi_supervised(y[:2000], n_labeled=200, random_state=0)
+    scores = {}
+    for steps in (1, "auto"):
+        model = TSGS3VM(C=10.0, C_star=0.0, labeled_steps=steps, random_state=0)
+        scores[steps] = model.fit(X[:2000], y_semi).score(X[2000:], y[2000:])
+    assert scores["auto"] > 0.83, scores
+    assert scores["auto"] > scores[1] + 0.04, scores
+
+
+def test_decreasing_step_beats_constant_step_with_many_labels():
+    """With 200 labels a constant step 0.1 keeps moving f by about gamma C n_l on the labeled
+    points; the default decreasing schedule settles (measured 0.85-0.86 against 0.72-0.77)."""
+    from stochsvm.bench.tsgs3vm import generated_clusters
+    from stochsvm.datasets import make_semi_supervised
+
+    X, y = generated_clusters(4000, seed=7)
+    y_semi = make_semi_supervised(y[:2000], n_labeled=200, random_state=0)
+    scores = {}
+    for schedule in ("decreasing", "constant"):
+        model = TSGS3VM(step_schedule=schedule, random_state=0).fit(X[:2000], y_semi)
+        scores[schedule] = model.score(X[2000:], y[2000:])
+    assert scores["decreasing"] > 0.82, scores
+    assert scores["decreasing"] > scores["constant"] + 0.04, scores
+
+
+def test_long_constant_step_run_stays_finite_in_single_precision():
+    """A constant step 0.25 takes the running scale to 1e-50 in 400 iterations; the lazily
+    scaled coefficients are folded back before their float32 copies overflow, so single and
+    double precision give the same model."""
     from sklearn.datasets import make_moons
 
     from stochsvm.datasets import make_semi_supervised
 
     X, y = make_moons(3000, noise=0.15, random_state=0)
     y_semi = make_semi_supervised(y[:1000], n_labeled=10, random_state=0)
-    scores = {}
-    for schedule in ("decreasing", "constant"):
-        model = TSGS3VM(gamma=3.0, max_iter=1000, n_features_per_iter=16,
-                        step_schedule=schedule, random_state=0).fit(X[:1000], y_semi)
-        scores[schedule] = model.score(X[1000:], y[1000:])
-    assert scores["decreasing"] > 0.9
-    assert scores["decreasing"] > scores["constant"] + 0.1, scores
+    scores, decisions = {}, {}
+    for dtype in ("float32", "float64"):
+        model = TSGS3VM(gamma=3.0, max_iter=400, n_features_per_iter=8, feature_dtype=dtype,
+                        step_size=0.25, step_schedule="constant",
+                        random_state=1).fit(X[:1000], y_semi)
+        decisions[dtype] = model.decision_function(X[1000:])
+        scores[dtype] = model.score(X[1000:], y[1000:])
+    assert np.all(np.isfinite(decisions["float32"]))
+    assert scores["float32"] > 0.9, scores
+    assert np.mean(np.sign(decisions["float32"]) == np.sign(decisions["float64"])) > 0.98

@@ -176,7 +176,8 @@ callback, record_every
         self._kernel = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
         self._n_components = check_positive_int(self.n_components, "n_components")
         (self._labeled_batch, self._unlabeled_batch, self._n_iterations,
-         self._step) = resolve_stochastic_schedule(self, n_labeled, n_unlabeled, self.n_passes)
+         self._step, _) = resolve_stochastic_schedule(self, n_labeled, n_unlabeled,
+                                                      self.n_passes)
         self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
         self._dtype = np.dtype(check_choice(self.feature_dtype, "feature_dtype",
                                             ("float32", "float64")))
