@@ -5,8 +5,8 @@ outputs are documented there).
 
 Run::
 
-    python benchmarks/tsgs3vm_paper.py            # full run, about 20 minutes on 2 cores
-    python benchmarks/tsgs3vm_paper.py --quick    # smoke test, under 2 minutes, *_quick outputs
+    python benchmarks/tsgs3vm_paper.py            # full run, about 32 minutes on 2 cores
+    python benchmarks/tsgs3vm_paper.py --quick    # smoke test, under 3 minutes, *_quick outputs
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from stochsvm.bench import tsgs3vm  # noqa: E402
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small data, under 2 minutes")
+    parser.add_argument("--quick", action="store_true", help="small data, under 3 minutes")
     parser.add_argument("--out", default=str(REPOSITORY / "benchmarks" / "results"))
     arguments = parser.parse_args(argv)
     return tsgs3vm.run(arguments.quick, arguments.out,

@@ -65,6 +65,16 @@ def test_smoke_run_writes_every_output(tmp_path):
     assert len(finished) == len(report["accuracy"])
     assert all(0.0 <= r["test_accuracy"] <= 1.0 for r in finished)
     assert all(r["peak_memory_bytes"] >= 0 for r in finished if "peak_memory_bytes" in r)
+    # the model-selection protocol: every method chose a setting of its grid by CV
+    selection = report["selection"]
+    assert {r["method"] for r in selection} == set(tsgs3vm.SELECTION_METHODS)
+    assert all(r["status"] == "ok" for r in selection), selection
+    for record in selection:
+        grid = tsgs3vm.selection_grid(record["method"], np.zeros((2, 1)) + [[0.0], [1.0]])
+        assert set(grid) <= set(record["best_params"])
+        assert 0.0 <= record["cv_accuracy"] <= 1.0
+        assert record["selection_seconds"] >= record["fit_seconds"]
+    assert "Fig. 3 with model selection" in (tmp_path / "tsgs3vm_paper_smoke.md").read_text()
 
 
 def test_benchmarks_md_section_is_replaced(tmp_path):
