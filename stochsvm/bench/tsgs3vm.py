@@ -9,7 +9,7 @@ all labels (upper bound) side by side in the same run.
 
 Run::
 
-    python benchmarks/tsgs3vm_paper.py            # full run, about 32 minutes, one run at a time
+    python benchmarks/tsgs3vm_paper.py            # full run, about 26 minutes, one run at a time
     python benchmarks/tsgs3vm_paper.py --quick    # smoke test, under 3 minutes
 
 or ``stochsvm.bench.tsgs3vm.run(quick, out_dir)``, which returns the report (the dict written
@@ -52,7 +52,7 @@ Protocol
   ``target_size`` = 20000 (scalable methods and peers; generated and tops vs rest) for the
   issue's targets. Estimated full-run time on 2 cores: Fig. 2 about 6 minutes, Fig. 3 about
   7 minutes at the small size and 10 at 20000 (most of it the peers and BGS3VM running into
-  the 45 s limit), the model-selection runs about 7 minutes.
+  the 45 s limit), the model-selection runs about 4 minutes.
 * Fig. 3 with model selection (the paper's protocol, grid + cross-validation, made honest):
   TSGS3VM, ``LabelSpreading`` and ``SVC`` on the labels each choose one of 9 settings by
   3-fold cross-validation on the 200 labeled points (``LabeledKFold`` for the semi-supervised
@@ -785,7 +785,7 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
     Parameters
     ----------
     quick : bool
-        The under-3-minute configuration (``QUICK``) instead of ``FULL`` (about 32 minutes).
+        The under-3-minute configuration (``QUICK``) instead of ``FULL`` (about 26 minutes).
     out_dir : str or Path
     smoke : bool
         A seconds-long check of the pipeline on tiny data (``SMOKE``, ``*_smoke`` outputs;
