@@ -77,6 +77,27 @@ def test_training_loop_matches_numpy_twin(loss, balance, ramp_up, labeled_batch,
             rtol=1e-9, atol=1e-12)
 
 
+def test_batch_schedule_draws_distinct_samples_and_walks_passes():
+    from stochsvm.semi.tsgs3vm import distinct_indices
+
+    # less than half a pass: distinct samples, no permutation of all n
+    short = list(batch_schedule(np.random.RandomState(0), 5, 1000, 5, 16, 20))
+    drawn = np.concatenate([unlabeled for _, unlabeled in short])
+    assert drawn.shape == (320,) and np.unique(drawn).size == 320
+    assert drawn.min() >= 0 and drawn.max() < 1000
+    # several passes: every sample once per pass
+    long = list(batch_schedule(np.random.RandomState(0), 5, 100, 5, 20, 10))
+    for first in (0, 5):
+        passed = np.concatenate([unlabeled for _, unlabeled in long[first:first + 5]])
+        assert np.array_equal(np.sort(passed), np.arange(100))
+    # sampling without replacement is uniform: each index about equally often
+    counts = np.zeros(10)
+    rng = np.random.RandomState(1)
+    for _ in range(2000):
+        counts[distinct_indices(rng, 10, 5)] += 1
+    assert np.all(np.abs(counts / 1000 - 1) < 0.1)
+
+
 def test_regenerated_prediction_equals_cached_prediction():
     X, y_semi, _ = small_problem()
     common = dict(random_state=0, max_iter=60, feature_dtype="float64")
