@@ -351,9 +351,8 @@ def _select_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit,
     seconds = time.perf_counter() - started
     best = {key: float(value) for key, value in search.best_params_.items()}
     if "gamma" in best:
-        from ..semi._base import resolve_semi_supervised_gamma
-
-        best["gamma_multiplier"] = best["gamma"] / resolve_semi_supervised_gamma("scale", X)
+        scale = grid["gamma"][SELECTION_GAMMA_MULTIPLIERS.index(1.0)]
+        best["gamma_multiplier"] = best["gamma"] / scale
     return {"status": "ok", "fit_seconds": float(search.refit_time_),
             "selection_seconds": seconds, "best_params": best,
             "cv_accuracy": float(search.best_score_),
@@ -516,9 +515,10 @@ def accuracy_datasets(config, log):
     return datasets
 
 
-def run_accuracy(config, methods, classes, log):
+def run_accuracy(config, methods, classes, datasets, log):
+    """Fig. 3 with each library's defaults on ``datasets`` (from :func:`accuracy_datasets`)."""
     records = []
-    for label, (X, y, X_test, y_test, seeds) in accuracy_datasets(config, log).items():
+    for label, (X, y, X_test, y_test, seeds) in datasets.items():
         jobs = []
         for seed in seeds:
             y_semi = _split(y, config["n_labeled"], seed)
@@ -534,14 +534,14 @@ def run_accuracy(config, methods, classes, log):
     return records
 
 
-def run_selection(config, classes, log):
+def run_selection(config, classes, datasets, log):
     """Fig. 3 under the model-selection protocol: ``SELECTION_METHODS`` on the small-size sets
-    (``selection_seeds``) and the generated set at the target size
+    of ``datasets`` (``selection_seeds``) and the generated set at the target size
     (``selection_target_seeds``)."""
     methods = [name for name in SELECTION_METHODS
                if name in classes or name not in OURS]
     records = []
-    for label, (X, y, X_test, y_test, seeds) in accuracy_datasets(config, log).items():
+    for label, (X, y, X_test, y_test, seeds) in datasets.items():
         large = config["target_size"] and len(y) == config["target_size"]
         if large and not label.startswith("generated"):
             continue
@@ -633,6 +633,17 @@ def _format_spread(spread, scale=1.0, digits=3):
             f"[{spread['min'] * scale:.{digits}f}, {spread['max'] * scale:.{digits}f}]")
 
 
+def _targets_table(targets):
+    """Markdown rows of :func:`evaluate_targets`'s result."""
+    rows = ["| dataset | best peer | peer acc. | TSGS3VM acc. | accuracy met | speed-up | "
+            "10x met |", "|---|---|---|---|---|---|---|"]
+    for dataset, target in targets.items():
+        rows.append(f"| {dataset} | {target['best_peer']} | {target['peer_accuracy']:.3f} | "
+                    f"{target['tsgs3vm_accuracy']:.3f} | {target['accuracy_met']} | "
+                    f"{target['speedup']:.1f}x | {target['speedup_met']} |")
+    return rows
+
+
 def markdown(report):
     config = report["config"]
     machine = report["machine"]
@@ -696,13 +707,7 @@ def markdown(report):
                      f"{statuses} |")
     if report["targets"]:
         lines += ["", "## Targets (TSGS3VM against the best scikit-learn semi-supervised peer)",
-                  "", "| dataset | best peer | peer acc. | TSGS3VM acc. | accuracy met | "
-                  "speed-up | 10x met |", "|---|---|---|---|---|---|---|"]
-        for dataset, target in report["targets"].items():
-            lines.append(f"| {dataset} | {target['best_peer']} | "
-                         f"{target['peer_accuracy']:.3f} | {target['tsgs3vm_accuracy']:.3f} | "
-                         f"{target['accuracy_met']} | {target['speedup']:.1f}x | "
-                         f"{target['speedup_met']} |")
+                  "", *_targets_table(report["targets"])]
     if report.get("selection_summary"):
         lines += ["", "## Fig. 3 with model selection: grid + cross-validation, median "
                   "[min, max] over seeds", "",
@@ -722,13 +727,7 @@ def markdown(report):
                          f"{chosen or '-'} | {statuses} |")
         if report.get("selection_targets"):
             lines += ["", "Targets under model selection (refit times):", "",
-                      "| dataset | best peer | peer acc. | TSGS3VM acc. | accuracy met | "
-                      "speed-up | 10x met |", "|---|---|---|---|---|---|---|"]
-            for dataset, target in report["selection_targets"].items():
-                lines.append(f"| {dataset} | {target['best_peer']} | "
-                             f"{target['peer_accuracy']:.3f} | "
-                             f"{target['tsgs3vm_accuracy']:.3f} | {target['accuracy_met']} | "
-                             f"{target['speedup']:.1f}x | {target['speedup_met']} |")
+                      *_targets_table(report["selection_targets"])]
     return "\n".join(lines)
 
 
@@ -831,9 +830,10 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
     fixed = [FIXED_BUDGET] if "TSGS3VM" in classes else []
     scaling_methods = methods[:1] + fixed + methods[1:]
     scaling = run_scaling(config, scaling_methods, classes, log)
-    accuracy = run_accuracy(config, methods, classes, log)
+    datasets = accuracy_datasets(config, log)
+    accuracy = run_accuracy(config, methods, classes, datasets, log)
     summary = summarize_accuracy(accuracy)
-    selection = run_selection(config, classes, log)
+    selection = run_selection(config, classes, datasets, log)
     selection_summary = summarize_accuracy(selection)
     report = {"config": dict(config), "notes": notes, "scaling": scaling,
               "growth_exponents": growth_exponents(scaling),

@@ -124,7 +124,8 @@ def resolve_labeled_steps(labeled_steps, C, n_labeled, n_iterations):
 
 
 def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, labeled_steps=1):
-    """Batch sizes, iteration count and step sizes shared by TSGS3VM and FRS3VM.
+    """Batch sizes, iteration count and step sizes shared by TSGS3VM and FRS3VM (called
+    from ``_resolve_parameters``, after the base class has checked ``C`` into ``_C``).
 
     Returns ``(labeled_batch, unlabeled_batch, n_iterations, step, labeled_steps)`` where
     ``labeled_steps`` is the number of steps per iteration (an int, resolved by
@@ -150,8 +151,8 @@ def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, lab
         else:
             n_iterations = math.ceil(passes * n_labeled / labeled_batch)
         n_iterations = max(n_iterations, MINIMUM_ITERATIONS)
-    labeled_steps = resolve_labeled_steps(labeled_steps, check_positive(estimator.C, "C"),
-                                          n_labeled, n_iterations)
+    labeled_steps = resolve_labeled_steps(labeled_steps, estimator._C, n_labeled,
+                                          n_iterations)
     step_size = _check_step_size(estimator.step_size)
     if step_size == "theory":
         # Theorems 1-2 of the TSGS3VM paper: gamma = theta / T^(3/4), 0 < theta <= T^(3/4).
@@ -452,7 +453,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             unlabeled_batch=self._unlabeled_batch, n_iterations=self._n_iterations,
             block_size=self._block_size, step=self._step, cached=self._cached,
             dtype=self._dtype, balance=self._balance, ramp_up=self._ramp_up,
-            labeled_steps=self._labeled_steps, monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
+            labeled_steps=self._labeled_steps,
+            monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                     label=f"TSGS3VM[{problem_index}] "),
             record_every=self._record_every)
         return state, history, n_iter
@@ -549,21 +551,17 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         labeled_outputs = outputs[:n_batch_labeled]
         unlabeled_outputs = outputs[n_batch_labeled:]
         signs = y_signed[labeled_indices]
-        # eq. (4): l'(f(x), y) = -y when y f(x) < 1, and u'(f(x)) of Table 2.
-        weights = np.empty(outputs.shape[0])
-        weights[:n_batch_labeled] = labeled_weight * hinge.derivative(
-            signs * labeled_outputs) * signs
+        # eq. (4): u'(f(x)) of Table 2 (the labeled l'(f(x), y) is taken at each step below).
         # Annealing: the unlabeled weight grows linearly over the first ramp_up * T iterations.
         ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
-        weights[n_batch_labeled:] = ramp * unlabeled_weight * unlabeled_loss.derivative(
-            unlabeled_outputs, unlabeled_parameter)
+        unlabeled_weights = (ramp * unlabeled_weight * unlabeled_loss.derivative(
+            unlabeled_outputs, unlabeled_parameter)).astype(dtype)
         # Alg. 1, line 4: the block of seed (s, i).
         omega, offset = feature_block(seed, iteration, n_features, m, gamma, kernel, dtype)
         if cached:
             omega_cache[:, columns:columns + m] = omega
             offset_cache[columns:columns + m] = offset
         features = transform_block(batch.astype(dtype, copy=False), omega, offset)
-        weights = weights.astype(dtype)
         if incremental:
             labeled_features = transform_block(X_labeled_features, omega, offset)
             batch_labeled_features = labeled_features[labeled_indices]
@@ -572,17 +570,15 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
             batch_labeled_features = features[:n_batch_labeled]
             unlabeled_features = features[n_batch_labeled:]
         # eq. (4): the unlabeled part of the functional gradient, on this iteration's block.
-        unlabeled_gradient = unlabeled_features.T @ weights[n_batch_labeled:]
-        labeled_weights = weights[:n_batch_labeled]
+        unlabeled_gradient = unlabeled_features.T @ unlabeled_weights
         block = np.zeros(m)  # the new coefficients alpha_i, in true units
         current = labeled_outputs  # f(x) + b on the labeled batch
         for sub in range(labeled_steps):
             step = float(steps[iteration, sub])
-            if sub:
-                # A labeled step: the hinge derivatives at the current f (kept up to date on
-                # the batch, O(|B_l| m)); the unlabeled gradient of this iteration is reused.
-                labeled_weights = (labeled_weight * hinge.derivative(signs * current)
-                                   * signs).astype(dtype)
+            # eq. (4): l'(f(x), y) = -y when y f(x) < 1, at the current f (kept up to date on
+            # the batch, O(|B_l| m)); further steps reuse the iteration's unlabeled gradient.
+            labeled_weights = (labeled_weight * hinge.derivative(signs * current)
+                               * signs).astype(dtype)
             gradient = batch_labeled_features.T @ labeled_weights + unlabeled_gradient
             # eq. (7), Alg. 1 lines 7-8: alpha_i = -gamma xi_i(phi_i), alpha_j *= (1 - gamma).
             block *= 1.0 - step
