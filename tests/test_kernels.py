@@ -89,8 +89,10 @@ def test_budget_errors_name_budget_and_way_out():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(1, 1), (7, 3), (5000, 1700)])
-def test_dense_variance_matches_numpy(dtype, shape):
-    # gamma="scale" uses a chunked two-pass variance; it must be np.var to rounding, also
-    # when the array spans several chunks (5000 x 1700 float64 is over 32 MiB)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_dense_variance_matches_numpy(dtype, shape, order):
+    # gamma="scale" uses a two-pass variance: compiled on C-ordered arrays, by row chunks on
+    # others (5000 x 1700 float64 spans several 32 MiB chunks); both must be np.var to rounding
     X = (np.random.default_rng(0).normal(size=shape) * 3 + 100).astype(dtype)
+    X = np.asarray(X, order=order)
     assert _dense_variance(X) == pytest.approx(float(np.var(X.astype(np.float64))), rel=1e-10)

@@ -151,6 +151,22 @@ def test_same_seed_same_model_and_dense_equals_csr():
                               first.binary_models_[0]["coefficients"])
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_unlabeled_rows_gathered_by_batch_give_the_copied_model(sparse):
+    # TSGS3VM reads its unlabeled samples through a RowSubset of X instead of the copy
+    # X[unlabeled]: the model is the same, bit for bit, on dense and CSR input
+    class CopyingTSGS3VM(TSGS3VM):
+        _unlabeled_by_rows = False
+
+    X, y_semi, _ = small_problem(300)
+    X = sp.csr_matrix(X) if sparse else X
+    common = dict(random_state=3, max_iter=30, unlabeled_batch_size=64)
+    by_rows = TSGS3VM(**common).fit(X, y_semi).binary_models_[0]
+    copied = CopyingTSGS3VM(**common).fit(X, y_semi).binary_models_[0]
+    assert np.array_equal(by_rows["coefficients"], copied["coefficients"])
+    assert by_rows["intercept"] == copied["intercept"]
+
+
 def test_single_precision_features_agree_with_double():
     X, y_semi, y = small_problem(300)
     double = TSGS3VM(random_state=0, max_iter=60, feature_dtype="float64").fit(X, y_semi)

@@ -392,6 +392,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     n_features_in_ : int
     """
 
+    # training reads the unlabeled samples a batch at a time: no copy of them (see _base)
+    _unlabeled_by_rows = True
+
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
                  unlabeled_loss="symmetric_hinge", ramp_s=-0.3, batch_size=256,
                  unlabeled_batch_size=None, n_features_per_iter=None, step_size=0.1,
@@ -532,6 +535,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
             batch = X_unlabeled[unlabeled_indices]
         else:
             batch = _stack_rows(X_labeled[labeled_indices], X_unlabeled[unlabeled_indices])
+        batch = batch.astype(dtype, copy=False)  # once for both uses below
         n_batch_labeled = len(labeled_indices)
         # Alg. 1, lines 5-6: f on both batches from the blocks drawn so far.
         columns = iteration * m
@@ -561,7 +565,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         if cached:
             omega_cache[:, columns:columns + m] = omega
             offset_cache[columns:columns + m] = offset
-        features = transform_block(batch.astype(dtype, copy=False), omega, offset)
+        features = transform_block(batch, omega, offset)
         if incremental:
             labeled_features = transform_block(X_labeled_features, omega, offset)
             batch_labeled_features = labeled_features[labeled_indices]
