@@ -8,6 +8,7 @@ from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from stochsvm._core.losses import get_unlabeled_loss
+from stochsvm.semi.frs3vm import FRS3VM
 from stochsvm.semi.tsgs3vm import (
     TSGS3VM,
     batch_schedule,
@@ -152,19 +153,23 @@ def test_same_seed_same_model_and_dense_equals_csr():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_unlabeled_rows_gathered_by_batch_give_the_copied_model(sparse):
-    # TSGS3VM reads its unlabeled samples through a RowSubset of X instead of the copy
-    # X[unlabeled]: the model is the same, bit for bit, on dense and CSR input
-    class CopyingTSGS3VM(TSGS3VM):
+@pytest.mark.parametrize("estimator", [TSGS3VM, FRS3VM])
+def test_unlabeled_rows_gathered_by_batch_give_the_copied_model(estimator, sparse):
+    # TSGS3VM and FRS3VM read their unlabeled samples through a RowSubset of X instead of the
+    # copy X[unlabeled]: the model is the same, bit for bit, on dense and CSR input
+    class Copying(estimator):
         _unlabeled_by_rows = False
 
     X, y_semi, _ = small_problem(300)
     X = sp.csr_matrix(X) if sparse else X
     common = dict(random_state=3, max_iter=30, unlabeled_batch_size=64)
-    by_rows = TSGS3VM(**common).fit(X, y_semi).binary_models_[0]
-    copied = CopyingTSGS3VM(**common).fit(X, y_semi).binary_models_[0]
-    assert np.array_equal(by_rows["coefficients"], copied["coefficients"])
-    assert by_rows["intercept"] == copied["intercept"]
+    by_rows = estimator(**common).fit(X, y_semi)
+    copied = Copying(**common).fit(X, y_semi)
+    for first, second in zip(by_rows.binary_models_, copied.binary_models_):
+        assert first.keys() == second.keys()
+        for key in first:
+            assert np.array_equal(first[key], second[key]), key
+    assert np.array_equal(by_rows.decision_function(X), copied.decision_function(X))
 
 
 def test_single_precision_features_agree_with_double():

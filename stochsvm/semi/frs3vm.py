@@ -144,6 +144,9 @@ callback, record_every
     n_features_in_ : int
     """
 
+    # training reads the unlabeled samples a batch at a time: no copy of them (see _base)
+    _unlabeled_by_rows = True
+
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
                  unlabeled_loss="symmetric_hinge", ramp_s=-0.3, n_components=1024,
                  batch_size=256, unlabeled_batch_size=None, step_size=0.1,

@@ -49,6 +49,7 @@ from .._core.monitor import TrainingMonitor
 from .._core.random_features import (
     RANDOM_FEATURE_KERNELS,
     cosine_feature_scores,
+    cosine_feature_scores_single,
     draw_seed,
     feature_block,
     feature_blocks,
@@ -238,8 +239,9 @@ def random_feature_scores(X, coefficients, n_blocks, block_size, seed, gamma, ke
     regenerated from ``seed`` otherwise. Both paths sum the same groups of blocks in the same
     order. ``dtype`` is the precision of the features: float64 evaluates
     :math:`\sum_j a_j \cos(p_j + b_j)` with the compiled :func:`cosine_feature_scores`;
-    float32 uses NumPy's vectorized single-precision cosine (about 10x faster, relative error
-    about 1e-6) and accumulates the scores in float64. ``compute_dtype`` (default ``dtype``)
+    float32 uses :func:`cosine_feature_scores_single` (a vectorized float32 cosine fused with
+    the sum, error at most 4e-7 per feature; about 10x faster than the float64 path and 2-3x
+    faster than ``np.cos(P + b) @ a`` in float32) and accumulates the groups in float64. ``compute_dtype`` (default ``dtype``)
     evaluates features stored in ``dtype`` at another precision: prediction uses float64, so
     that a sample's score does not depend on its position in ``X``. Returns float64 scores of
     shape (n_samples,) (the block factor :math:`\sqrt{2/m}` included).
@@ -271,9 +273,8 @@ def random_feature_scores(X, coefficients, n_blocks, block_size, seed, gamma, ke
             if sp.issparse(projections):  # pragma: no cover - CSR @ dense is dense
                 projections = projections.toarray()
             if single:
-                projections += group_offset
-                np.cos(projections, out=projections)
-                scores[rows] += projections @ group_coefficients
+                cosine_feature_scores_single(projections, group_offset, group_coefficients,
+                                             scores[rows])
             else:
                 cosine_feature_scores(np.ascontiguousarray(projections), group_offset,
                                       group_coefficients, scores[rows])
