@@ -85,3 +85,41 @@ def test_benchmarks_md_section_is_replaced(tmp_path):
     text = path.read_text()
     assert "keep" in text and "second" in text and "first" not in text
     assert text.count("## TSGS3VM family") == 1
+
+
+def test_kernel_approximation_error_falls_with_more_features():
+    from stochsvm.bench.tsgs3vm_width import kernel_approximation_error
+
+    X, _ = tsgs3vm.generated_clusters(200, 5, seed=0)
+    few, mean_value = kernel_approximation_error(X, 0.1, 64, 0)
+    many, same_mean = kernel_approximation_error(X, 0.1, 4096, 0)
+    assert many < few / 4  # error ~ 1/sqrt(D): 8x fewer errors expected at 64x the features
+    assert mean_value == same_mean and 0.0 < mean_value < 1.0
+    # a narrower kernel has smaller values: the same features resolve them worse
+    narrow, narrow_mean = kernel_approximation_error(X, 1.0, 4096, 0)
+    assert narrow_mean < mean_value and narrow > many
+
+
+def test_kernel_width_smoke_run_writes_its_outputs_and_section(tmp_path):
+    from stochsvm.bench import tsgs3vm_width
+
+    report = tsgs3vm_width.run(False, tmp_path, smoke=True, log=lambda message: None)
+    methods = set(report["widths"][0]["accuracy"])
+    assert {"SVC (labeled only)", "CCCPTSVM (exact kernel)", "LabelSpreading",
+            "RFF 64 + LinearSVC (labeled only)", "TSGS3VM (64 features)"} <= methods
+    assert "LabelSpreading" not in report["widths"][1]["accuracy"]  # width-free peer: once
+    for width in report["widths"]:
+        assert all(0.0 <= value <= 1.0 for values in width["accuracy"].values()
+                   for value in values)
+    saved = json.loads((tmp_path / "tsgs3vm_width_smoke.json").read_text())
+    assert saved["config"]["mode"] == "smoke"
+    assert "| CCCPTSVM (exact kernel) |" in (tmp_path / "tsgs3vm_width_smoke.md").read_text()
+    # the BENCHMARKS.md block goes right after the family section, then is replaced in place
+    benchmarks = tmp_path / "BENCHMARKS.md"
+    benchmarks.write_text("# B\n<!-- tsgs3vm-family:begin -->\nx\n<!-- tsgs3vm-family:end -->\n"
+                          "\n## Next\n")
+    tsgs3vm_width.update_benchmarks_md(benchmarks, "first")
+    tsgs3vm_width.update_benchmarks_md(benchmarks, "second")
+    text = benchmarks.read_text()
+    assert text.count("tsgs3vm-width:begin") == 1 and "second" in text and "first" not in text
+    assert text.index("tsgs3vm-family:end") < text.index("second") < text.index("## Next")

@@ -1,0 +1,215 @@
+r"""Where TSGS3VM's accuracy is bounded: the kernel width, the random features, the objective.
+
+On the generated clusters of the TSGS3VM benchmark (:func:`stochsvm.bench.tsgs3vm.
+generated_clusters`, 200 labels) ``LabelSpreading`` is ahead of every S3VM, the exact ones
+included, at the default width ``gamma="scale"``, while ``SVC`` on the labels gains most from
+a 3x narrower kernel under cross-validation. This study separates the causes on one data set,
+one set of label draws and two widths (``"scale"`` and 3x ``"scale"``), ``C = 1``:
+
+1. **The objective with the exact kernel:** ``CCCPTSVM`` (the S3VM objective with the ramp
+   loss, solved by CCCP on the full kernel matrix) against ``SVC`` on the labels.
+2. **The random-feature approximation of the supervised problem:** ``D`` random Fourier
+   features (:class:`~stochsvm.RandomFourierFeatures`) and ``LinearSVC`` on the labels,
+   against ``SVC`` on the labels with the same kernel. This is the model class TSGS3VM
+   searches, without its stochastic solver or its unlabeled term.
+3. **TSGS3VM itself** with its default ``T m = 4096`` features and with 16384
+   (``max_iter=128, n_features_per_iter=128``).
+4. **The kernel approximation error** :math:`\|\hat K_D - K\|_F / \|K\|_F` on 500 test
+   points, with the mean kernel value beside it: the error of ``D`` features is about
+   :math:`1/\sqrt{D}` in absolute terms whatever the width, and a narrower kernel has smaller
+   values to resolve.
+
+``LabelSpreading(kernel="knn")`` runs beside them as the reference peer.
+
+Run::
+
+    python benchmarks/tsgs3vm_kernel_width.py          # about 3 minutes on 2 cores
+    python benchmarks/tsgs3vm_kernel_width.py --quick  # seconds, *_quick outputs
+
+or :func:`run`. Outputs (``out_dir``): ``tsgs3vm_width[_quick].json`` (every run) and
+``.md`` (the table); a full run also rewrites the ``tsgs3vm-width`` block of
+``BENCHMARKS.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .harness import jsonable, machine_description
+
+__all__ = ["run", "FULL", "QUICK", "SMOKE", "kernel_approximation_error"]
+
+# TSGS3VM runs (features in all: settings): its defaults (64 iterations x 64 features) and
+# four times as many features.
+FULL = {"mode": "full", "n_train": 2000, "n_test": 10000, "n_features": 20, "n_labeled": 200,
+        "seeds": (0, 1, 2, 3, 4), "width_multipliers": (1.0, 3.0),
+        "random_feature_counts": (4096, 16384), "data_seed": 7,
+        "tsgs3vm_runs": ((4096, {}), (16384, {"max_iter": 128, "n_features_per_iter": 128}))}
+QUICK = {**FULL, "mode": "quick", "n_train": 600, "n_test": 2000, "seeds": (0, 1),
+         "random_feature_counts": (1024, 4096)}
+SMOKE = {**FULL, "mode": "smoke", "n_train": 200, "n_test": 300, "n_features": 5,
+         "n_labeled": 40, "seeds": (0,), "random_feature_counts": (64,),
+         "tsgs3vm_runs": ((64, {"max_iter": 8, "n_features_per_iter": 8}),)}
+APPROXIMATION_POINTS = 500
+
+
+def kernel_approximation_error(X, gamma, n_components, random_state):
+    r"""``(relative error, mean kernel value)`` of ``n_components`` random Fourier features
+    for the rbf kernel of width ``gamma`` on the rows of ``X``: the error is
+    :math:`\|\hat K - K\|_F / \|K\|_F` over the pairs of distinct rows."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from .._core.random_features import RandomFourierFeatures
+
+    features = RandomFourierFeatures(gamma=gamma, n_components=n_components,
+                                     random_state=random_state).fit(X).transform(X)
+    exact = rbf_kernel(X, gamma=gamma)
+    approximate = features @ features.T
+    off_diagonal = ~np.eye(X.shape[0], dtype=bool)
+    error = np.linalg.norm((approximate - exact)[off_diagonal])
+    return float(error / np.linalg.norm(exact[off_diagonal])), float(exact[off_diagonal].mean())
+
+
+def _runs(config, X, y, X_test, y_test, gamma, seed):
+    """Every method at one width and one label draw: ``{method: (accuracy, seconds)}``."""
+    from sklearn.semi_supervised import LabelSpreading
+    from sklearn.svm import SVC, LinearSVC
+
+    from .._core.random_features import RandomFourierFeatures
+    from ..datasets.semi import make_semi_supervised
+    from ..semi.tsgs3vm import TSGS3VM
+    from ..semi.tsvm import CCCPTSVM
+
+    y_semi = make_semi_supervised(y, n_labeled=config["n_labeled"], random_state=seed)
+    labeled = y_semi != -1
+    results = {}
+
+    def timed(name, fit, score):
+        started = time.perf_counter()
+        model = fit()
+        results[name] = (float(score(model)), time.perf_counter() - started)
+
+    timed("SVC (labeled only)", lambda: SVC(C=1.0, gamma=gamma).fit(X[labeled], y[labeled]),
+          lambda model: model.score(X_test, y_test))
+    for count in config["random_feature_counts"]:
+        sampler = RandomFourierFeatures(gamma=gamma, n_components=count, random_state=seed)
+        timed(f"RFF {count} + LinearSVC (labeled only)",
+              lambda: LinearSVC(C=1.0, max_iter=20000).fit(
+                  sampler.fit(X).transform(X[labeled]), y[labeled]),
+              lambda model: model.score(sampler.transform(X_test), y_test))
+    timed("CCCPTSVM (exact kernel)", lambda: CCCPTSVM(C=1.0, gamma=gamma).fit(X, y_semi),
+          lambda model: model.score(X_test, y_test))
+    for count, settings in config["tsgs3vm_runs"]:
+        timed(f"TSGS3VM ({count} features)",
+              lambda: TSGS3VM(C=1.0, gamma=gamma, random_state=seed, **settings).fit(X, y_semi),
+              lambda model: model.score(X_test, y_test))
+    if gamma == config["gamma_scale"]:
+        timed("LabelSpreading", lambda: LabelSpreading(kernel="knn").fit(X, y_semi),
+              lambda model: model.score(X_test, y_test))
+    return results
+
+
+def markdown(report):
+    """The study's table: medians [min, max] over the label draws, per width."""
+    lines = [f"Generated clusters (d = {report['config']['n_features']}, "
+             f"n = {report['config']['n_train']}, {report['config']['n_labeled']} labels, "
+             f"test {report['config']['n_test']}), C = 1, medians [min, max] over "
+             f"{len(report['config']['seeds'])} label draws; {report['machine_line']}.", "",
+             "| method | " + " | ".join(f"gamma = {m:g}x scale" for m in
+                                         report["config"]["width_multipliers"]) + " |",
+             "|---|" + "---|" * len(report["config"]["width_multipliers"])]
+    methods = []
+    for width in report["widths"]:
+        for name in width["accuracy"]:
+            if name not in methods:
+                methods.append(name)
+    for name in methods:
+        cells = []
+        for width in report["widths"]:
+            values = width["accuracy"].get(name)
+            cells.append("-" if not values else
+                         f"{np.median(values):.3f} [{min(values):.3f}, {max(values):.3f}]")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "| kernel approximation, D features | " + " | ".join(
+        f"gamma = {m:g}x scale" for m in report["config"]["width_multipliers"]) + " |",
+        "|---|" + "---|" * len(report["config"]["width_multipliers"])]
+    for index, count in enumerate(report["config"]["random_feature_counts"]):
+        cells = [f"relative error {width['approximation'][index][0]:.2f} "
+                 f"(mean kernel value {width['approximation'][index][1]:.3f})"
+                 for width in report["widths"]]
+        lines.append(f"| D = {count} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def update_benchmarks_md(path, text):
+    """Rewrite the ``tsgs3vm-width`` block of ``BENCHMARKS.md`` (appended after the TSGS3VM
+    family section the first time)."""
+    begin, end = "<!-- tsgs3vm-width:begin -->", "<!-- tsgs3vm-width:end -->"
+    block = (f"{begin}\n### Kernel width, random features and the S3VM objective\n\n"
+             f"By `python benchmarks/tsgs3vm_kernel_width.py` "
+             f"(:mod:`stochsvm.bench.tsgs3vm_width`).\n\n{text.strip()}\n{end}")
+    path = Path(path)
+    content = path.read_text()
+    if begin in content and end in content:
+        head, rest = content.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        content = head + block + tail
+    else:
+        anchor = "<!-- tsgs3vm-family:end -->"
+        if anchor in content:
+            head, tail = content.split(anchor, 1)
+            content = head + anchor + "\n\n" + block + tail
+        else:
+            content = content.rstrip() + "\n\n" + block + "\n"
+    path.write_text(content)
+
+
+def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=print):
+    """Run the study and write ``tsgs3vm_width[_quick|_smoke].{json,md}``; returns the report."""
+    from ..semi._base import resolve_semi_supervised_gamma
+    from .tsgs3vm import generated_clusters
+
+    config = dict(SMOKE if smoke else QUICK if quick else FULL)
+    started = time.perf_counter()
+    X_all, y_all = generated_clusters(config["n_train"] + config["n_test"],
+                                      config["n_features"], seed=config["data_seed"])
+    X, y = X_all[:config["n_train"]], y_all[:config["n_train"]]
+    X_test, y_test = X_all[config["n_train"]:], y_all[config["n_train"]:]
+    config["gamma_scale"] = float(resolve_semi_supervised_gamma("scale", X))
+    approximation_rows = X_test[:APPROXIMATION_POINTS]
+    widths = []
+    for multiplier in config["width_multipliers"]:
+        gamma = config["gamma_scale"] * multiplier
+        accuracy, seconds = {}, {}
+        for seed in config["seeds"]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results = _runs(config, X, y, X_test, y_test, gamma, seed)
+            for name, (value, elapsed) in results.items():
+                accuracy.setdefault(name, []).append(value)
+                seconds.setdefault(name, []).append(elapsed)
+            log(f"gamma = {multiplier:g}x scale, seed {seed}: " + ", ".join(
+                f"{name} {value:.3f}" for name, (value, _) in results.items()))
+        approximation = [kernel_approximation_error(approximation_rows, gamma, count, 0)
+                         for count in config["random_feature_counts"]]
+        widths.append({"multiplier": multiplier, "gamma": gamma, "accuracy": accuracy,
+                       "seconds": seconds, "approximation": approximation})
+    machine = machine_description()
+    report = {"config": config, "widths": widths, "machine": machine,
+              "machine_line": ", ".join(f"{key} {value}" for key, value in machine.items()),
+              "seconds": time.perf_counter() - started}
+    suffix = "_smoke" if smoke else "_quick" if quick else ""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    text = markdown(report)
+    (out / f"tsgs3vm_width{suffix}.md").write_text(
+        "# TSGS3VM: kernel width, random features and the S3VM objective\n\n" + text + "\n")
+    (out / f"tsgs3vm_width{suffix}.json").write_text(json.dumps(jsonable(report), indent=1))
+    if benchmarks_md is not None and not quick and not smoke:
+        update_benchmarks_md(benchmarks_md, text)
+    return report
