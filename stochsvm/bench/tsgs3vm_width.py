@@ -135,6 +135,7 @@ def markdown(report):
             cells.append("-" if not values else
                          f"{np.median(values):.3f} [{min(values):.3f}, {max(values):.3f}]")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", *_reading(report)]
     lines += ["", "| kernel approximation, D features | " + " | ".join(
         f"gamma = {m:g}x scale" for m in report["config"]["width_multipliers"]) + " |",
         "|---|" + "---|" * len(report["config"]["width_multipliers"])]
@@ -144,6 +145,41 @@ def markdown(report):
                  for width in report["widths"]]
         lines.append(f"| D = {count} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _points(value):
+    return f"{100 * value:+.1f} points"
+
+
+def _reading(report):
+    """The table read out: the gains and losses that separate the three causes (medians)."""
+    config = report["config"]
+    smallest = config["random_feature_counts"][0]
+    tsgs3vm_default = f"TSGS3VM ({config['tsgs3vm_runs'][0][0]} features)"
+    sampled = f"RFF {smallest} + LinearSVC (labeled only)"
+    lines = []
+    for width in report["widths"]:
+        median = {name: float(np.median(values)) for name, values in width["accuracy"].items()}
+        label = f"gamma = {width['multiplier']:g}x scale"
+        parts = []
+        if "CCCPTSVM (exact kernel)" in median and "SVC (labeled only)" in median:
+            parts.append("the S3VM objective with the exact kernel (CCCPTSVM) against SVC on the "
+                         f"labels: {_points(median['CCCPTSVM (exact kernel)'] - median['SVC (labeled only)'])}")
+        if sampled in median and "SVC (labeled only)" in median:
+            parts.append(f"{smallest} random features against the exact kernel, both on the "
+                         f"labels: {_points(median[sampled] - median['SVC (labeled only)'])}")
+        if tsgs3vm_default in median and sampled in median:
+            parts.append(f"{tsgs3vm_default} against {sampled}: "
+                         f"{_points(median[tsgs3vm_default] - median[sampled])}")
+        lines.append(f"* {label}: " + "; ".join(parts) + ".")
+    spreading = [float(np.median(width["accuracy"]["LabelSpreading"]))
+                 for width in report["widths"] if "LabelSpreading" in width["accuracy"]]
+    exact = [float(np.median(width["accuracy"]["CCCPTSVM (exact kernel)"]))
+             for width in report["widths"] if "CCCPTSVM (exact kernel)" in width["accuracy"]]
+    if spreading and exact:
+        lines.append(f"* LabelSpreading against the best exact-kernel S3VM of either width: "
+                     f"{_points(spreading[0] - max(exact))}.")
+    return lines
 
 
 def update_benchmarks_md(path, text):
