@@ -11,6 +11,7 @@ from stochsvm._core.kernels import kernel_block
 from stochsvm._core.random_features import (
     RandomFourierFeatures,
     cosine_feature_scores,
+    cosine_in_place,
     cosine_feature_scores_single,
     feature_block,
     feature_blocks,
@@ -76,10 +77,34 @@ def test_cosine_feature_scores_matches_numpy_twin():
     projections = rng.normal(size=(300, 40))
     offset = rng.uniform(0, 2 * np.pi, 40)
     coefficients = rng.normal(size=40)
-    out = cosine_feature_scores(projections, offset, coefficients, np.zeros(300))
+    out = cosine_feature_scores(projections.copy(), offset, coefficients, np.zeros(300))
     np.testing.assert_allclose(
         out, cosine_feature_scores_reference(projections, offset, coefficients), rtol=1e-12,
         atol=1e-12)
+
+
+@pytest.mark.parametrize("spread", [1.0, 30.0, 1e4, 1e12])
+def test_double_precision_cosine_matches_numpy_twin(spread):
+    # Cody-Waite reduction and a degree-28 polynomial: within 1e-15 of np.cos; rows with an
+    # argument past the exact-reduction limit (2^26 * 2 pi) go through math.cos
+    rng = np.random.RandomState(2)
+    projections = rng.normal(size=(40, 257)) * spread
+    offset = rng.uniform(0, 2 * np.pi, 257)
+    expected = np.cos(projections + offset)
+    result = cosine_in_place(projections, offset)
+    assert result is projections  # in place
+    np.testing.assert_allclose(result, expected, rtol=0, atol=1e-15)
+
+
+def test_double_precision_cosine_mixes_reduced_and_fallback_rows():
+    projections = np.array([[0.5, -3.0, 700.0], [1e9, 2.0, -1e10], [np.pi, -np.pi, 0.0]])
+    offset = np.array([0.0, 0.25, 1.0])
+    expected = np.cos(projections + offset)
+    np.testing.assert_allclose(cosine_in_place(projections.copy(), offset), expected,
+                               rtol=0, atol=1e-15)
+    # an odd multiple of pi lands at the edge of the reduced interval: cos = -1 exactly enough
+    edge = cosine_in_place(np.array([[101 * np.pi, -7 * np.pi]]), np.zeros(2))
+    np.testing.assert_allclose(edge, [[-1.0, -1.0]], rtol=0, atol=1e-15)
 
 
 def test_transformer_matches_rbfsampler_shapes_and_kernel():
