@@ -4,7 +4,7 @@ features and the S3VM objective, separated on one data set (see
 
 Run::
 
-    python benchmarks/tsgs3vm_kernel_width.py           # about 3 minutes on 2 cores
+    python benchmarks/tsgs3vm_kernel_width.py           # about 4 minutes on 2 cores
     python benchmarks/tsgs3vm_kernel_width.py --quick   # seconds, *_quick outputs
 """
 

@@ -111,9 +111,14 @@ def test_kernel_width_smoke_run_writes_its_outputs_and_section(tmp_path):
     for width in report["widths"]:
         assert all(0.0 <= value <= 1.0 for values in width["accuracy"].values()
                    for value in values)
+    (label, rows), = report["unlabeled_term"].items()
+    assert label.startswith("generated, n = 200")
+    assert set(rows) == {"SVC (labeled only)", "TSGS3VM", "TSGS3VM, C_star=0",
+                         "CCCPTSVM (exact kernel)"}
     saved = json.loads((tmp_path / "tsgs3vm_width_smoke.json").read_text())
     assert saved["config"]["mode"] == "smoke"
-    assert "| CCCPTSVM (exact kernel) |" in (tmp_path / "tsgs3vm_width_smoke.md").read_text()
+    text = (tmp_path / "tsgs3vm_width_smoke.md").read_text()
+    assert "| CCCPTSVM (exact kernel) |" in text and "| generated, n = 200" in text
     # the BENCHMARKS.md block goes right after the family section, then is replaced in place
     benchmarks = tmp_path / "BENCHMARKS.md"
     benchmarks.write_text("# B\n<!-- tsgs3vm-family:begin -->\nx\n<!-- tsgs3vm-family:end -->\n"

@@ -105,6 +105,7 @@ __all__ = [
     "write_csv",
     "jsonable",
     "machine_description",
+    "replace_marked_block",
     "STATUSES",
 ]
 
@@ -673,3 +674,24 @@ def machine_description():
         except ImportError:  # pragma: no cover
             pass
     return description
+
+
+def replace_marked_block(path, name, body, after=None, header="# Benchmarks\n"):
+    """Write ``body`` between the markers ``<!-- name:begin -->`` and ``<!-- name:end -->`` of
+    the Markdown file ``path``: in place when the markers are there, otherwise right after the
+    marker ``after`` (an ``<!-- ...:end -->`` line, when given and present) or at the end. A
+    missing file starts with ``header``. Each benchmark rewrites only its own block."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    block = f"{begin}\n{body.strip()}\n{end}"
+    path = Path(path)
+    text = path.read_text() if path.exists() else header
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        text = head + block + tail
+    elif after is not None and after in text:
+        head, tail = text.split(after, 1)
+        text = head + after + "\n\n" + block + tail
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    path.write_text(text)

@@ -87,7 +87,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .harness import jsonable, machine_description, run_tasks
+from .harness import jsonable, machine_description, replace_marked_block, run_tasks
 
 __all__ = ["run", "generated_clusters", "growth_exponents", "scaling_targets",
            "evaluate_targets", "QUICK", "FULL", "SMOKE"]
@@ -780,17 +780,7 @@ def plot(report, path):
 
 def update_benchmarks_md(path, section):
     """Rewrite the ``## TSGS3VM family`` section of ``BENCHMARKS.md`` (between its markers)."""
-    begin, end = "<!-- tsgs3vm-family:begin -->", "<!-- tsgs3vm-family:end -->"
-    block = f"{begin}\n## TSGS3VM family\n\n{section.strip()}\n{end}"
-    path = Path(path)
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = head + block + tail
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
+    replace_marked_block(path, "tsgs3vm-family", f"## TSGS3VM family\n\n{section.strip()}")
 
 
 def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):

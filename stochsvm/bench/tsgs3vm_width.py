@@ -21,11 +21,14 @@ one set of label draws and two widths (``"scale"`` and 3x ``"scale"``), ``C = 1`
    :math:`1/\sqrt{D}` in absolute terms whatever the width, and a narrower kernel has smaller
    values to resolve.
 
-``LabelSpreading(kernel="knn")`` runs beside them as the reference peer.
+``LabelSpreading(kernel="knn")`` runs beside them as the reference peer. A second table
+turns TSGS3VM's unlabeled term off (``C_star=0``) on the generated clusters, digits
+even/odd (100 labels) and Fashion-MNIST tops vs rest (n = 20000, when its files are
+present), beside ``SVC`` on the labels and, up to 5000 samples, the exact ``CCCPTSVM``.
 
 Run::
 
-    python benchmarks/tsgs3vm_kernel_width.py          # about 3 minutes on 2 cores
+    python benchmarks/tsgs3vm_kernel_width.py          # about 4 minutes on 2 cores
     python benchmarks/tsgs3vm_kernel_width.py --quick  # seconds, *_quick outputs
 
 or :func:`run`. Outputs (``out_dir``): ``tsgs3vm_width[_quick].json`` (every run) and
@@ -42,21 +45,28 @@ from pathlib import Path
 
 import numpy as np
 
-from .harness import jsonable, machine_description
+from .harness import jsonable, machine_description, replace_marked_block
 
 __all__ = ["run", "FULL", "QUICK", "SMOKE", "kernel_approximation_error"]
 
-# TSGS3VM runs (features in all: settings): its defaults (64 iterations x 64 features) and
-# four times as many features.
+# TSGS3VM runs (features in all: settings): its default count at n >= 4096 (64 iterations x
+# 64 features) and four times as many features.
 FULL = {"mode": "full", "n_train": 2000, "n_test": 10000, "n_features": 20, "n_labeled": 200,
         "seeds": (0, 1, 2, 3, 4), "width_multipliers": (1.0, 3.0),
         "random_feature_counts": (4096, 16384), "data_seed": 7,
-        "tsgs3vm_runs": ((4096, {}), (16384, {"max_iter": 128, "n_features_per_iter": 128}))}
+        "tsgs3vm_runs": ((4096, {"max_iter": 64, "n_features_per_iter": 64}),
+                         (16384, {"max_iter": 128, "n_features_per_iter": 128})),
+        # the unlabeled term on and off: (data set, training size or None for all, seeds)
+        "unlabeled_term_sets": (("generated", 2000, (0, 1, 2, 3, 4)),
+                                ("digits even/odd", None, (0, 1, 2, 3, 4)),
+                                ("Fashion-MNIST tops vs rest", 20000, (0, 1, 2)))}
 QUICK = {**FULL, "mode": "quick", "n_train": 600, "n_test": 2000, "seeds": (0, 1),
-         "random_feature_counts": (1024, 4096)}
+         "random_feature_counts": (1024, 4096),
+         "unlabeled_term_sets": (("generated", 600, (0, 1)), ("digits even/odd", None, (0,)))}
 SMOKE = {**FULL, "mode": "smoke", "n_train": 200, "n_test": 300, "n_features": 5,
          "n_labeled": 40, "seeds": (0,), "random_feature_counts": (64,),
-         "tsgs3vm_runs": ((64, {"max_iter": 8, "n_features_per_iter": 8}),)}
+         "tsgs3vm_runs": ((64, {"max_iter": 8, "n_features_per_iter": 8}),),
+         "unlabeled_term_sets": (("generated", 200, (0,)),)}
 APPROXIMATION_POINTS = 500
 
 
@@ -123,6 +133,62 @@ def _runs(config, X, y, X_test, y_test, gamma, seed):
     return results
 
 
+def _unlabeled_term_data(name, size, config):
+    """``(X, y, X_test, y_test, n_labeled)`` of one set of the unlabeled-term table."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    from .tsgs3vm import _fashion_task, generated_clusters
+
+    if name == "generated":
+        X, y = generated_clusters(size + config["n_test"], config["n_features"],
+                                  seed=config["data_seed"])
+        return X[:size], y[:size], X[size:], y[size:], config["n_labeled"]
+    if name == "digits even/odd":
+        X, y = load_digits(return_X_y=True)
+        X_train, X_test, y_train, y_test = train_test_split(X / 16.0, y % 2, random_state=0)
+        return X_train, y_train, X_test, y_test, 100
+    X, y, X_test, y_test = _fashion_task("tops vs rest", size, seed=11)
+    return X, y, X_test, y_test, config["n_labeled"]
+
+
+def unlabeled_term(config, log):
+    """TSGS3VM with its unlabeled term and without (``C_star=0``), SVC on the labels and, up to
+    5000 samples, the exact CCCPTSVM: ``{set: {method: [accuracy per seed]}}`` (a set whose
+    files are missing is left out with a note)."""
+    from sklearn.svm import SVC
+
+    from ..datasets.semi import make_semi_supervised
+    from ..semi.tsgs3vm import TSGS3VM
+    from ..semi.tsvm import CCCPTSVM
+
+    table, notes = {}, []
+    for name, size, seeds in config["unlabeled_term_sets"]:
+        try:
+            X, y, X_test, y_test, n_labeled = _unlabeled_term_data(name, size, config)
+        except FileNotFoundError as error:
+            notes.append(f"{name} left out: {error}")
+            continue
+        label = f"{name}, n = {len(y)}, {n_labeled} labels"
+        rows = table.setdefault(label, {})
+        for seed in seeds:
+            y_semi = make_semi_supervised(y, n_labeled=n_labeled, random_state=seed)
+            labeled = y_semi != -1
+            runs = {"SVC (labeled only)": lambda: SVC().fit(X[labeled], y[labeled]),
+                    "TSGS3VM": lambda: TSGS3VM(random_state=seed).fit(X, y_semi),
+                    "TSGS3VM, C_star=0": lambda: TSGS3VM(random_state=seed,
+                                                         C_star=0.0).fit(X, y_semi)}
+            if len(y) <= 5000:
+                runs["CCCPTSVM (exact kernel)"] = lambda: CCCPTSVM().fit(X, y_semi)
+            for method, fit in runs.items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rows.setdefault(method, []).append(float(fit().score(X_test, y_test)))
+            log(f"unlabeled term, {label}, seed {seed}: " + ", ".join(
+                f"{method} {values[-1]:.3f}" for method, values in rows.items()))
+    return table, notes
+
+
 def markdown(report):
     """The study's table: medians [min, max] over the label draws, per width."""
     lines = [f"Generated clusters (d = {report['config']['n_features']}, "
@@ -145,6 +211,23 @@ def markdown(report):
                          f"{np.median(values):.3f} [{min(values):.3f}, {max(values):.3f}]")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", *_reading(report)]
+    if report.get("unlabeled_term"):
+        lines += ["", "The unlabeled term on and off (each library's defaults, C = 1), medians "
+                  "[min, max] over label draws:", "",
+                  "| data set | SVC (labeled only) | TSGS3VM, C_star=0 | TSGS3VM | "
+                  "CCCPTSVM (exact kernel) |", "|---|---|---|---|---|"]
+        for label, rows in report["unlabeled_term"].items():
+            cells = []
+            for method in ("SVC (labeled only)", "TSGS3VM, C_star=0", "TSGS3VM",
+                           "CCCPTSVM (exact kernel)"):
+                values = rows.get(method)
+                cells.append("-" if not values else f"{np.median(values):.3f} "
+                             f"[{min(values):.3f}, {max(values):.3f}]")
+            draws = len(rows["TSGS3VM"])
+            lines.append(f"| {label} ({draws} draw{'s' if draws != 1 else ''}) | "
+                         + " | ".join(cells) + " |")
+        for note in report.get("notes", []):
+            lines.append(f"* note: {note}")
     lines += ["", "| kernel approximation, D features | " + " | ".join(
         f"gamma = {m:g}x scale" for m in report["config"]["width_multipliers"]) + " |",
         "|---|" + "---|" * len(report["config"]["width_multipliers"])]
@@ -196,26 +279,14 @@ def _reading(report):
 
 
 def update_benchmarks_md(path, text):
-    """Rewrite the ``tsgs3vm-width`` block of ``BENCHMARKS.md`` (appended after the TSGS3VM
+    """Rewrite the ``tsgs3vm-width`` block of ``BENCHMARKS.md`` (placed after the TSGS3VM
     family section the first time)."""
-    begin, end = "<!-- tsgs3vm-width:begin -->", "<!-- tsgs3vm-width:end -->"
-    block = (f"{begin}\n### Kernel width, random features and the S3VM objective\n\n"
-             f"By `python benchmarks/tsgs3vm_kernel_width.py` "
-             f"(:mod:`stochsvm.bench.tsgs3vm_width`).\n\n{text.strip()}\n{end}")
-    path = Path(path)
-    content = path.read_text()
-    if begin in content and end in content:
-        head, rest = content.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        content = head + block + tail
-    else:
-        anchor = "<!-- tsgs3vm-family:end -->"
-        if anchor in content:
-            head, tail = content.split(anchor, 1)
-            content = head + anchor + "\n\n" + block + tail
-        else:
-            content = content.rstrip() + "\n\n" + block + "\n"
-    path.write_text(content)
+    replace_marked_block(
+        path, "tsgs3vm-width",
+        "### Kernel width, random features and the S3VM objective\n\n"
+        "By `python benchmarks/tsgs3vm_kernel_width.py` "
+        f"(:mod:`stochsvm.bench.tsgs3vm_width`).\n\n{text.strip()}",
+        after="<!-- tsgs3vm-family:end -->")
 
 
 def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=print):
@@ -248,8 +319,10 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=print):
                          for count in config["random_feature_counts"]]
         widths.append({"multiplier": multiplier, "gamma": gamma, "accuracy": accuracy,
                        "seconds": seconds, "approximation": approximation})
+    unlabeled, notes = unlabeled_term(config, log)
     machine = machine_description()
-    report = {"config": config, "widths": widths, "machine": machine,
+    report = {"config": config, "widths": widths, "unlabeled_term": unlabeled, "notes": notes,
+              "machine": machine,
               "machine_line": ", ".join(f"{key} {value}" for key, value in machine.items()),
               "seconds": time.perf_counter() - started}
     suffix = "_smoke" if smoke else "_quick" if quick else ""
