@@ -264,9 +264,9 @@ def _reading(report):
         if on_features in median and sampled in median:
             parts.append(f"the S3VM objective solved exactly on those features against "
                          f"{sampled}: {_points(median[on_features] - median[sampled])}")
-        if tsgs3vm_default in median and sampled in median:
-            parts.append(f"{tsgs3vm_default} against {sampled}: "
-                         f"{_points(median[tsgs3vm_default] - median[sampled])}")
+        if tsgs3vm_default in median and on_features in median:
+            parts.append(f"{tsgs3vm_default} against the exact S3VM solution on as many "
+                         f"features: {_points(median[tsgs3vm_default] - median[on_features])}")
         lines.append(f"* {label}: " + "; ".join(parts) + ".")
     spreading = [float(np.median(width["accuracy"]["LabelSpreading"]))
                  for width in report["widths"] if "LabelSpreading" in width["accuracy"]]
