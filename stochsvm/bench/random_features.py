@@ -61,9 +61,10 @@ def measure(n_rows, n_features, n_components, dtype, repeats):
     ours = RandomFourierFeatures(gamma=gamma, n_components=n_components,
                                  random_state=0).fit(X)
     theirs = RBFSampler(gamma=gamma, n_components=n_components, random_state=0).fit(X)
-    # the same frequencies in both, so that the outputs can be compared
-    theirs.random_weights_ = ours.random_weights_.astype(np.float64)
-    theirs.random_offset_ = ours.random_offset_.astype(np.float64)
+    # the same frequencies in both, in the input's dtype as RBFSampler.fit keeps them, so that
+    # the outputs can be compared
+    theirs.random_weights_ = ours.random_weights_.astype(dtype)
+    theirs.random_offset_ = ours.random_offset_.astype(dtype)
     with threadpool_limits(1):
         ours_seconds = _best_seconds(lambda: ours.transform(X), repeats)
         theirs_seconds = _best_seconds(lambda: theirs.transform(X), repeats)

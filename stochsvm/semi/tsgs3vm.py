@@ -414,8 +414,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
       on the ``m`` features of its own iteration only. On digits (100 labels) and on
       Fashion-MNIST tops vs rest (n = 20000) TSGS3VM is within 0.2 points of ``C_star=0``.
 
-    Its strength is scale: one pass over 10^7 samples (d = 20) in about half a minute with
-    a model of ``T m`` numbers, where the exact S3VMs stop at a few thousand samples and
+    Its strength is scale: one pass over 10^7 samples (d = 20) in 33 s and 82 s in two full
+    benchmark runs on different 2-core hosts, with a model of ``T m`` numbers, where the exact S3VMs stop at a few thousand samples and
     ``LabelSpreading`` at a few 10^5. Cross-validate ``C_star`` (``0`` included) with
     :class:`~stochsvm.semi.model_selection.LabeledKFold` to learn whether a data set is one
     where the unlabeled term helps.
