@@ -5,7 +5,7 @@ outputs are documented there).
 
 Run::
 
-    python benchmarks/tsgs3vm_paper.py            # full run, about 31 minutes on 2 cores
+    python benchmarks/tsgs3vm_paper.py            # full run, 31-42 minutes on 2 cores
     python benchmarks/tsgs3vm_paper.py --quick    # smoke test, under 3 minutes, *_quick outputs
 """
 

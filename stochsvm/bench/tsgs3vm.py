@@ -9,7 +9,7 @@ all labels (upper bound) side by side in the same run.
 
 Run::
 
-    python benchmarks/tsgs3vm_paper.py            # full run, about 31 minutes, one run at a time
+    python benchmarks/tsgs3vm_paper.py            # full run, 31-42 minutes, one run at a time
     python benchmarks/tsgs3vm_paper.py --quick    # smoke test, under 3 minutes
 
 or ``stochsvm.bench.tsgs3vm.run(quick, out_dir)``, which returns the report (the dict written
@@ -54,9 +54,9 @@ Protocol
   are left out with a printed note. Two sizes: ``small_size`` training points (every method,
   exact references included; generated and T-shirt vs Shirt) and, in the full run,
   ``target_size`` = 20000 (scalable methods and peers; generated and tops vs rest) for the
-  issue's targets. Estimated full-run time on 2 cores: Fig. 2 about 8 minutes, Fig. 3 about
-  7 minutes at the small size and 10 at 20000 (most of it the peers and BGS3VM running into
-  the 45 s limit), the model-selection runs about 4 minutes.
+  issue's targets. Full-run time on the 2-core hosts measured: Fig. 2 about 8 minutes, Fig. 3
+  6-7 minutes at the small size and 10-16 at 20000 (most of it the peers and BGS3VM running
+  into the 45 s limit), the model-selection runs 4-12 minutes.
 * Fig. 3 with model selection (the paper's protocol, grid + cross-validation, made honest):
   TSGS3VM, ``LabelSpreading`` and ``SVC`` on the labels each choose one of 9 settings by
   3-fold cross-validation on the 200 labeled points (``LabeledKFold`` for the semi-supervised
@@ -778,6 +778,18 @@ def plot(report, path):
     plt.close(figure)
 
 
+def benchmarks_section(text):
+    """The ``BENCHMARKS.md`` section of a full run: the protocol (this module's docstring) and
+    the tables of ``text`` (:func:`markdown` of the run, as in ``tsgs3vm_paper.md``)."""
+    protocol = __doc__.split("Protocol\n--------\n", 1)[1].split("\nOutputs", 1)[0]
+    # the tables' headings one level below the family's section heading
+    body = text.strip().split("\n", 2)[2].replace("\n## ", "\n### ")
+    return ("Re-run of Figs. 2 and 3 of the TSGS3VM paper by `python "
+            "benchmarks/tsgs3vm_paper.py` (`--quick`: 3-minute smoke test).\n\n"
+            f"**Protocol.**\n{protocol}\n{body}\n\nFigure: `results/tsgs3vm_paper.png`; every "
+            "number: `results/tsgs3vm_paper.json`.")
+
+
 def update_benchmarks_md(path, section):
     """Rewrite the ``## TSGS3VM family`` section of ``BENCHMARKS.md`` (between its markers)."""
     replace_marked_block(path, "tsgs3vm-family", f"## TSGS3VM family\n\n{section.strip()}")
@@ -789,7 +801,8 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
     Parameters
     ----------
     quick : bool
-        The under-3-minute configuration (``QUICK``) instead of ``FULL`` (about 31 minutes).
+        The under-3-minute configuration (``QUICK``) instead of ``FULL`` (31-42 minutes on
+        the 2-core hosts measured).
     out_dir : str or Path
     smoke : bool
         A seconds-long check of the pipeline on tiny data (``SMOKE``, ``*_smoke`` outputs;
@@ -848,14 +861,7 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
     (out / f"tsgs3vm_paper{suffix}.json").write_text(json.dumps(jsonable(report), indent=1))
     plot(report, out / f"tsgs3vm_paper{suffix}.png")
     if not suffix and benchmarks_md is not None:
-        protocol = __doc__.split("Protocol\n--------\n", 1)[1].split("\nOutputs", 1)[0]
-        # the tables' headings one level below the family's section heading
-        body = text.split("\n", 2)[2].replace("\n## ", "\n### ")
-        update_benchmarks_md(benchmarks_md, (
-            "Re-run of Figs. 2 and 3 of the TSGS3VM paper by `python "
-            "benchmarks/tsgs3vm_paper.py` (`--quick`: 3-minute smoke test).\n\n"
-            f"**Protocol.**\n{protocol}\n{body}\n\nFigure: `results/tsgs3vm_paper.png`; every "
-            "number: `results/tsgs3vm_paper.json`."))
+        update_benchmarks_md(benchmarks_md, benchmarks_section(text))
     log(f"done in {report['seconds']:.0f} s")
     log(text)
     return report
