@@ -173,7 +173,7 @@ def cosine_in_place(projections, offset):
     """
     n_rows, n_columns = projections.shape
     for row in range(n_rows):
-        beyond = False  # an integer "or" reduction, which vectorizes (a float max does not)
+        beyond = False  # an integer "or" reduction: vectorizes without "reassoc"
         for column in range(n_columns):
             beyond |= abs(projections[row, column] + offset[column]) >= _REDUCTION_LIMIT
         if beyond:
