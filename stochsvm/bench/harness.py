@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -106,6 +107,7 @@ __all__ = [
     "jsonable",
     "machine_description",
     "replace_marked_block",
+    "write_report",
     "STATUSES",
 ]
 
@@ -695,3 +697,12 @@ def replace_marked_block(path, name, body, after=None, header="# Benchmarks\n"):
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     path.write_text(text)
+
+
+def write_report(out_dir, stem, title, text, report):
+    """Write ``stem.md`` (``# title`` and ``text``) and ``stem.json`` (``report``) into
+    ``out_dir``, creating it."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.md").write_text(f"# {title}\n\n{text}\n")
+    (out / f"{stem}.json").write_text(json.dumps(jsonable(report), indent=1))

@@ -22,13 +22,11 @@ the ``random-features`` block of ``BENCHMARKS.md``.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .harness import jsonable, machine_description, replace_marked_block
+from .harness import machine_description, replace_marked_block, write_report
 
 __all__ = ["run", "FULL", "QUICK"]
 
@@ -100,13 +98,9 @@ def run(quick, out_dir, *, benchmarks_md=None, log=print):
     machine = machine_description()
     report = {"config": config, "rows": rows, "machine": machine,
               "machine_line": ", ".join(f"{key} {value}" for key, value in machine.items())}
-    suffix = "_quick" if quick else ""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     text = markdown(report)
-    (out / f"random_features{suffix}.md").write_text(
-        "# Random Fourier features against RBFSampler\n\n" + text + "\n")
-    (out / f"random_features{suffix}.json").write_text(json.dumps(jsonable(report), indent=1))
+    write_report(out_dir, "random_features" + ("_quick" if quick else ""),
+                 "Random Fourier features against RBFSampler", text, report)
     if benchmarks_md is not None and not quick:
         replace_marked_block(
             benchmarks_md, "random-features",

@@ -38,14 +38,12 @@ or :func:`run`. Outputs (``out_dir``): ``tsgs3vm_width[_quick].json`` (every run
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-from .harness import jsonable, machine_description, replace_marked_block
+from .harness import machine_description, replace_marked_block, write_report
 
 __all__ = ["run", "FULL", "QUICK", "SMOKE", "kernel_approximation_error"]
 
@@ -326,12 +324,9 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=print):
               "machine_line": ", ".join(f"{key} {value}" for key, value in machine.items()),
               "seconds": time.perf_counter() - started}
     suffix = "_smoke" if smoke else "_quick" if quick else ""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     text = markdown(report)
-    (out / f"tsgs3vm_width{suffix}.md").write_text(
-        "# TSGS3VM: kernel width, random features and the S3VM objective\n\n" + text + "\n")
-    (out / f"tsgs3vm_width{suffix}.json").write_text(json.dumps(jsonable(report), indent=1))
+    write_report(out_dir, f"tsgs3vm_width{suffix}",
+                 "TSGS3VM: kernel width, random features and the S3VM objective", text, report)
     if benchmarks_md is not None and not quick and not smoke:
         update_benchmarks_md(benchmarks_md, text)
     return report
