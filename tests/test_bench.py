@@ -185,6 +185,7 @@ def test_reproduce_sadmm(tmp_path):
     report = json.loads((tmp_path / "sadmm_paper_smoke.json").read_text())
     for key in ("selection", "results", "targets", "fig1_vi_bound", "tables", "datasets"):
         assert key in report
+    assert set(report["tables"]) == {"results", "targets", "selection", "diagnostics"}
     # smoke mode leaves Fashion-MNIST out: the digits fallback, with its note
     assert set(report["datasets"]) == {"digits_3_vs_8", "digits_even_vs_odd", "sparse_text"}
     assert "Fashion-MNIST not used" in report["configuration"]["fashion_fallback_note"]
@@ -218,12 +219,13 @@ def test_reproduce_s3gd(tmp_path):
 
 
 def test_sadmm_fashion_fallback(monkeypatch):
+    import stochsvm.datasets
     from stochsvm.bench import sadmm
 
     def absent(kind="train"):
         raise FileNotFoundError("no Fashion-MNIST files in /nowhere")
 
-    monkeypatch.setattr(sadmm, "load_fashion_mnist", absent)
+    monkeypatch.setattr(stochsvm.datasets, "load_fashion_mnist", absent)
     config = dict(sadmm.SMOKE, use_fashion=True)
     messages = []
     datasets = sadmm.load_datasets(config, messages.append)

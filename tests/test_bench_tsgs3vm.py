@@ -1,11 +1,22 @@
 """The TSGS3VM paper benchmark: its pure functions, and a seconds-long run of the pipeline."""
 
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stochsvm.bench import tsgs3vm
+
+
+def load_script(name):
+    """The script ``benchmarks/<name>.py`` of this repository, imported by its path."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmark_script_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_generated_clusters_are_reproducible_with_both_classes():
@@ -88,8 +99,7 @@ def test_benchmarks_md_section_is_replaced(tmp_path):
 
 
 def test_kernel_approximation_error_falls_with_more_features():
-    from stochsvm.bench.tsgs3vm_width import kernel_approximation_error
-
+    kernel_approximation_error = load_script("tsgs3vm_kernel_width").kernel_approximation_error
     X, _ = tsgs3vm.generated_clusters(200, 5, seed=0)
     few, mean_value = kernel_approximation_error(X, 0.1, 64, 0)
     many, same_mean = kernel_approximation_error(X, 0.1, 4096, 0)
@@ -101,8 +111,7 @@ def test_kernel_approximation_error_falls_with_more_features():
 
 
 def test_kernel_width_smoke_run_writes_its_outputs_and_section(tmp_path):
-    from stochsvm.bench import tsgs3vm_width
-
+    tsgs3vm_width = load_script("tsgs3vm_kernel_width")
     report = tsgs3vm_width.run(False, tmp_path, smoke=True, log=lambda message: None)
     methods = set(report["widths"][0]["accuracy"])
     assert {"SVC (labeled only)", "CCCPTSVM (exact kernel)", "LabelSpreading",

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["objective_vs_seconds", "error_vs_samples", "box_plots", "gradient_correlation",
-           "curves_from_records"]
+__all__ = ["pyplot", "save", "objective_vs_seconds", "error_vs_samples", "box_plots",
+           "gradient_correlation", "curves_from_records"]
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's ``pyplot`` on the ``Agg`` backend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -33,8 +34,10 @@ def _pyplot():
     return plt
 
 
-def _save(figure, path, dpi=110):
-    plt = _pyplot()
+def save(figure, path, dpi=110):
+    """Lay out ``figure``, write it to the PNG ``path`` (folders created), close it; return
+    the path."""
+    plt = pyplot()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
@@ -57,7 +60,7 @@ def objective_vs_seconds(panels, path, target=None, xlabel="CPU seconds", width=
     target : float or None
         Dotted horizontal line (e.g. the relative gap to reach).
     """
-    plt = _pyplot()
+    plt = pyplot()
     count = max(len(panels), 1)
     figure, axes = plt.subplots(1, count, figsize=(width * count, height), squeeze=False)
     relative = False
@@ -85,7 +88,7 @@ def objective_vs_seconds(panels, path, target=None, xlabel="CPU seconds", width=
     axes[0][0].legend(fontsize=7)
     if title:
         figure.suptitle(title, fontsize=10)
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def error_vs_samples(panels, path, xlabel="training samples seen", colors=None, zoom=None,
@@ -104,7 +107,7 @@ def error_vs_samples(panels, path, xlabel="training samples seen", colors=None, 
     zoom : float or None
         Show at most ``zoom`` percentage points above the lowest final error.
     """
-    plt = _pyplot()
+    plt = pyplot()
     colors = colors or {}
     count = max(len(panels), 1)
     figure, axes = plt.subplots(1, count, figsize=(width * count, height), squeeze=False)
@@ -143,12 +146,12 @@ def error_vs_samples(panels, path, xlabel="training samples seen", colors=None, 
         axis.legend(fontsize=7)
     if title:
         figure.suptitle(title, fontsize=10)
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def box_plots(panels, path, ylabel="test accuracy", title=None, width=4.8, height=3.8):
     """One box per method and panel: ``{panel title: {label: [values over runs]}}``."""
-    plt = _pyplot()
+    plt = pyplot()
     count = max(len(panels), 1)
     figure, axes = plt.subplots(1, count, figsize=(width * count, height), squeeze=False)
     for axis, (panel_title, groups) in zip(axes[0], panels.items()):
@@ -161,13 +164,13 @@ def box_plots(panels, path, ylabel="test accuracy", title=None, width=4.8, heigh
         axis.grid(alpha=0.3, axis="y")
     if title:
         figure.suptitle(title, fontsize=10)
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def gradient_correlation(values, path, methods=None,
                          ylabel="Pearson correlation with exact gradient"):
     """Grouped bars: ``{dataset: {method: correlation}}`` (missing values are gaps)."""
-    plt = _pyplot()
+    plt = pyplot()
     if methods is None:
         methods = []
         for by_method in values.values():
@@ -183,7 +186,7 @@ def gradient_correlation(values, path, methods=None,
     axis.set_xticklabels(methods)
     axis.set_ylabel(ylabel)
     axis.legend(fontsize=7)
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def curves_from_records(records, dataset, key=("objective", "running_objective")):

@@ -1,83 +1,39 @@
-r"""Experiment harness: (estimator x dataset x seed) runs with time and memory limits.
+r"""Experiment harness: (estimator x dataset x seed) runs with time and memory limits, and the
+helpers every paper reproduction shares (summaries, tables, report files).
 
-Every paper reproduction (:mod:`stochsvm.bench.sadmm`, :mod:`stochsvm.bench.s3gd`, and the
-kernel and semi-supervised ones) and ``stochsvm reproduce`` share this module. It runs the
-package's estimators and their scikit-learn / LIBLINEAR peers side by side in the same process
-run, on the same data and seeds, and writes the results as JSON and CSV tables;
-:mod:`stochsvm.bench.figures` draws the standard figures from them.
+Runs use the estimators' public API only: ``fit``, ``score``, ``objective``, ``n_iter_``,
+``history_`` (a flat list of records, each with its one-vs-rest ``"problem"``), ``get_params``
+and ``set_params``.
 
-API
----
-:class:`Dataset`
-    ``Dataset(name, X_train, y_train, X_test=None, y_test=None, description="")``.
-:class:`Method`
-    ``Method(name, make, origin="stochsvm", fit=None, measure=None)``: ``make(seed)`` returns a
-    fresh unfitted estimator; ``fit(estimator, dataset, seed) -> dict`` replaces the default
-    ``estimator.fit(dataset.X_train, dataset.y_train)`` (e.g. a ``partial_fit`` stream; its dict
-    is merged into the record); ``measure(estimator, dataset) -> dict`` adds fields after the
-    fit (e.g. non-zero coefficients). ``origin`` is ``"stochsvm"`` or ``"peer"``.
-:func:`run_grid`
-    ``run_grid(methods, datasets, seeds, time_limit=None, memory_limit=None, workers=1, ...)``
-    runs every (method, dataset, seed) and returns one record (a dict) per run, in grid order.
-:func:`warm_up`
-    Loads the package's compiled loops in this process before the forks (``run_grid`` calls it).
-:func:`run_tasks`
-    The process pool underneath: ``(key, function, arguments, kill_after_seconds)`` tasks, each in
-    its own forked process, ``workers`` at a time; returns ``{key: result}``.
-:func:`summarize`, :func:`write_tables`, :func:`write_csv`
-    Median / min / max per (dataset, method), the JSON + CSV files of a grid, and a CSV of any
-    list of flat rows (the paper modules' summary tables).
-:func:`jsonable`, :func:`machine_description`
-    Utilities for the reports.
+* :class:`Dataset`, :class:`Method` and :func:`run_grid` run every (method, dataset, seed), each
+  in its own forked process (:func:`run_tasks`), and return one record per run: ``dataset``,
+  ``method``, ``origin``, ``seed``, ``status`` and, when the fit finished, ``fit_seconds``,
+  ``train_accuracy``, ``test_accuracy``, ``objective``, ``n_iter``, ``history`` and the memory
+  fields. ``status`` is one of :data:`STATUSES`: ``"ok"``; ``"stopped_at_time_limit"`` (an
+  estimator with a ``callback`` parameter stopped cleanly by :class:`TimeLimit` at the first
+  record past ``time_limit``); ``"timed_out"`` (killed at ``time_limit + grace``; only
+  ``seconds`` is known); ``"out_of_memory"`` (a ``MemoryError`` under ``memory_limit``);
+  ``"failed"`` (``error`` holds the end of the traceback).
+* :func:`summarize`, :func:`spread`, :func:`format_spread`, :func:`write_tables`,
+  :func:`write_csv`, :func:`write_report`, :func:`replace_marked_block` -- summaries and files.
+* :func:`scale_gamma`, :func:`elapsed_log`, :func:`configuration`, :func:`script_main` --
+  shared by the paper modules and the scripts in ``benchmarks/``.
 
-Record of one run (:func:`run_grid`)
-------------------------------------
-``dataset``, ``method``, ``origin``, ``seed``, ``status`` and, when the fit finished,
-``fit_seconds``, ``train_accuracy``, ``test_accuracy`` (with test data), ``objective`` (the
-estimator's ``objective(X_train, y_train)`` when it has one), ``n_iter``, ``history`` (the
-estimator's ``history_`` with array values dropped), and the memory fields below. ``status`` is
-
-* ``"ok"`` -- finished within the limits;
-* ``"stopped_at_time_limit"`` -- an estimator with a ``callback`` parameter was stopped cleanly at
-  the first chunk end (epoch) past ``time_limit``; its record is complete and ``history`` holds
-  the chunks done;
-* ``"timed_out"`` -- the process was killed at ``time_limit + grace`` seconds (an estimator
-  without a callback, or one whose chunk outlasted the grace); only ``seconds`` is known;
-* ``"out_of_memory"`` -- a ``MemoryError`` under ``memory_limit``;
-* ``"failed"`` -- any other exception (``error`` holds the end of the traceback).
-
-Compilation
------------
-Before forking, :func:`run_grid` fits each of the package's methods once on a few rows
-(:func:`warm_up`), so the compiled loops are loaded in the parent and every child inherits
-them: no run's seconds or memory include compiling.
-
-Time limit: how it is enforced
-------------------------------
-Each run is a child process started with ``fork`` (the data are shared copy-on-write, nothing is
-pickled on the way in), so a run that overstays is killed by the parent whatever it is doing --
-inside a compiled loop or a C library -- and the next run starts; this is the hard limit. For
-the package's estimators a soft limit is added on top: the harness sets their ``callback`` to one
-that stops training after the first chunk past ``time_limit``, so such a run ends with a usable
-model and history rather than a kill. Where ``fork`` is not available (Windows, or when
-``in_process=True``), runs execute in this process and the limit is checked after each fit only.
-
-Memory: how it is measured and limited
---------------------------------------
-In the child, the kernel's peak resident set size is reset (``/proc/self/clear_refs``) before the
-run, and ``peak_memory_bytes`` is ``VmHWM - VmRSS`` at the start: the resident memory the run
-added at its peak, NumPy, compiled loops and C libraries included (on systems without ``/proc``,
-the growth of ``ru_maxrss``). With ``trace_memory=True`` the child also runs :mod:`tracemalloc`
-and reports ``traced_peak_bytes`` (Python and NumPy allocations only; slows Python code, so
-timings of such runs are not comparable). ``memory_limit`` (bytes) caps the child's address space
-at its size at start plus the limit (``RLIMIT_AS``), so an allocation past it raises
-``MemoryError`` and the run is recorded as ``"out_of_memory"`` (Linux; where ``RLIMIT_AS`` is not
-available, or for runs in this process, the limit is not enforced and the record says
-``memory_limit_enforced: false``).
+Each run is a child started with ``fork``: the data are shared copy-on-write, and a run that
+overstays is killed whatever it is doing (inside a compiled loop or a C library). Before the
+forks, :func:`warm_up` fits each of the package's methods on a few rows, so no run's seconds or
+memory include compiling. Where ``fork`` is not available (or with ``in_process=True``) runs
+execute in this process and the time limit is checked after each fit only. In the child, the
+peak resident set size is reset (``/proc/self/clear_refs``) and ``peak_memory_bytes`` is the
+resident memory the run added at its peak (``VmHWM - VmRSS`` at the start; the growth of
+``ru_maxrss`` without ``/proc``); ``memory_limit`` (bytes) caps the child's address space at its
+size at start plus the limit (``RLIMIT_AS``), and a record says
+``memory_limit_enforced: false`` where that is not possible.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import json
@@ -95,21 +51,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = [
-    "Dataset",
-    "Method",
-    "run_grid",
-    "run_tasks",
-    "warm_up",
-    "summarize",
-    "write_tables",
-    "write_csv",
-    "jsonable",
-    "machine_description",
-    "replace_marked_block",
-    "write_report",
-    "STATUSES",
-]
+__all__ = ["Dataset", "Method", "STATUSES", "TimeLimit", "configuration", "elapsed_log",
+           "fit_one", "format_spread", "history_records", "jsonable",
+           "machine_description", "replace_marked_block", "run_grid", "run_tasks",
+           "scale_gamma", "script_main", "spread", "summarize", "warm_up", "write_csv",
+           "write_report", "write_tables"]
 
 STATUSES = ("ok", "stopped_at_time_limit", "timed_out", "out_of_memory", "failed")
 
@@ -154,14 +100,14 @@ class Method:
 
 
 # --------------------------------------------------------------------------------------
-# memory of a child process
+# memory and the process pool
 # --------------------------------------------------------------------------------------
-def _status_kilobytes(field_name):
+def _status_bytes(name):
     """A ``/proc/self/status`` field in bytes, or None without ``/proc``."""
     try:
         with open("/proc/self/status") as handle:
             for line in handle:
-                if line.startswith(field_name + ":"):
+                if line.startswith(name + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None
@@ -180,41 +126,30 @@ def _max_rss_bytes():
 class _MemoryProbe:
     """Peak resident memory added by the code run between construction and :meth:`read`."""
 
-    def __init__(self, trace=False):
-        self.reset = False
+    def __init__(self):
         try:
             with open("/proc/self/clear_refs", "w") as handle:
                 handle.write("5")  # reset the peak RSS (VmHWM) to the current RSS
             self.reset = True
         except OSError:
-            pass
-        self.baseline = _status_kilobytes("VmRSS") if self.reset else _max_rss_bytes()
-        self.trace = trace
-        if trace:
-            import tracemalloc
-            tracemalloc.start()
+            self.reset = False
+        self.baseline = _status_bytes("VmRSS") if self.reset else _max_rss_bytes()
 
     def read(self):
-        info = {}
-        peak = _status_kilobytes("VmHWM") if self.reset else _max_rss_bytes()
-        if peak is not None and self.baseline is not None:
-            info["peak_memory_bytes"] = int(max(peak - self.baseline, 0))
-            info["peak_rss_bytes"] = int(peak)
-        if self.trace:
-            import tracemalloc
-            info["traced_peak_bytes"] = int(tracemalloc.get_traced_memory()[1])
-            tracemalloc.stop()
-        return info
+        peak = _status_bytes("VmHWM") if self.reset else _max_rss_bytes()
+        if peak is None or self.baseline is None:
+            return {}
+        return {"peak_memory_bytes": int(max(peak - self.baseline, 0)),
+                "peak_rss_bytes": int(peak)}
 
 
 def _limit_address_space(limit_bytes):
-    """Cap the address space at its current size plus ``limit_bytes`` (``RLIMIT_AS``)."""
+    """Cap the address space at its current size plus ``limit_bytes``; False if impossible."""
     try:
         import resource
 
-        current = _status_kilobytes("VmSize") or 0
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        wanted = int(current + limit_bytes)
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        wanted = int((_status_bytes("VmSize") or 0) + limit_bytes)
         if hard != resource.RLIM_INFINITY:
             wanted = min(wanted, hard)
         resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
@@ -223,31 +158,25 @@ def _limit_address_space(limit_bytes):
     return True
 
 
-# --------------------------------------------------------------------------------------
-# the process pool
-# --------------------------------------------------------------------------------------
-def _threads_context(threads):
-    if threads is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(threads)
-
-
 def _call(function, arguments, threads):
+    """``function(*arguments)`` with ``threads`` BLAS threads and ``ConvergenceWarning`` off."""
     from sklearn.exceptions import ConvergenceWarning
 
-    with _threads_context(threads), warnings.catch_warnings():
+    if threads is None:
+        limits = contextlib.nullcontext()
+    else:
+        from threadpoolctl import threadpool_limits
+
+        limits = threadpool_limits(threads)
+    with limits, warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return function(*arguments)
 
 
-def _worker(connection, function, arguments, threads, memory_limit, trace_memory):
-    probe = _MemoryProbe(trace=trace_memory)
+def _worker(connection, function, arguments, threads, memory_limit):
+    probe = _MemoryProbe()
     try:
-        enforced = None
-        if memory_limit is not None:
-            enforced = _limit_address_space(memory_limit)
+        enforced = None if memory_limit is None else _limit_address_space(memory_limit)
         result = _call(function, arguments, threads)
         memory = probe.read()
         if enforced is False:
@@ -265,43 +194,38 @@ def _fork_available():
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def run_tasks(tasks, workers=1, log=None, threads=1, memory_limit=None, trace_memory=False,
-              measure_memory=False, in_process=False):
+def run_tasks(tasks, workers=1, log=None, threads=1, memory_limit=None, measure_memory=False,
+              in_process=False):
     """Run ``(key, function, arguments, kill_after_seconds)`` tasks, ``workers`` at a time.
 
-    Each task runs ``function(*arguments)`` in its own forked process (with BLAS threads limited
-    to ``threads`` and scikit-learn's ``ConvergenceWarning`` silenced) and is killed when it
-    runs longer than its ``kill_after_seconds`` (``None``: never).
+    Each task runs ``function(*arguments)`` in its own forked process (``threads`` BLAS threads,
+    scikit-learn's ``ConvergenceWarning`` silenced) and is killed after ``kill_after_seconds``
+    (``None``: never).
 
     Returns
     -------
     dict
-        ``{key: result}``: the function's return value; ``{"killed": True, "seconds": s}`` for
-        a task killed at its limit; ``{"error": traceback}`` for a failure;
-        ``{"error": traceback, "out_of_memory": True}`` for a ``MemoryError``. With
-        ``measure_memory``, a returned dict also gets the memory fields of the module
-        docstring (``peak_memory_bytes``...).
+        ``{key: result}``: the function's return value (with ``measure_memory``, a returned dict
+        also gets ``peak_memory_bytes`` and ``peak_rss_bytes``); ``{"killed": True,
+        "seconds": s}`` for a task killed at its limit; ``{"error": traceback}`` for a failure,
+        with ``"out_of_memory": True`` for a ``MemoryError``.
     """
     log = log or (lambda message: None)
     if in_process or not _fork_available():
         return _run_tasks_in_process(tasks, log, threads, measure_memory, memory_limit)
     context = multiprocessing.get_context("fork")
-    pending = list(tasks)
-    running = {}
-    results = {}
-    done = 0
+    pending, running, results = list(tasks), {}, {}
     try:
         while pending or running:
             while pending and len(running) < workers:
                 key, function, arguments, kill_after = pending.pop(0)
                 receiver, sender = context.Pipe(duplex=False)
                 process = context.Process(target=_worker, args=(
-                    sender, function, arguments, threads, memory_limit, trace_memory))
+                    sender, function, arguments, threads, memory_limit))
                 process.start()
                 sender.close()
                 running[receiver] = (key, process, time.perf_counter(), kill_after)
-            ready = multiprocessing.connection.wait(list(running), timeout=0.05)
-            for receiver in ready:
+            for receiver in multiprocessing.connection.wait(list(running), timeout=0.05):
                 key, process, started, _ = running.pop(receiver)
                 try:
                     status, payload, memory = receiver.recv()
@@ -312,18 +236,15 @@ def run_tasks(tasks, workers=1, log=None, threads=1, memory_limit=None, trace_me
                 receiver.close()
                 process.join()
                 if status == "ok":
-                    if measure_memory and isinstance(payload, dict):
-                        payload = {**payload, **memory}
-                    results[key] = payload
+                    results[key] = ({**payload, **memory} if measure_memory
+                                    and isinstance(payload, dict) else payload)
+                    log(f"  [{len(results)}/{len(tasks)}] {key}: "
+                        f"{time.perf_counter() - started:.1f}s")
                 else:
                     results[key] = {"error": payload, **memory}
                     if status == "out_of_memory":
                         results[key]["out_of_memory"] = True
-                done += 1
-                if status != "ok":
                     log(f"  task {key} FAILED:\n{payload}")
-                else:
-                    log(f"  [{done}/{len(tasks)}] {key}: {time.perf_counter() - started:.1f}s")
             now = time.perf_counter()
             for receiver, (key, process, started, kill_after) in list(running.items()):
                 if kill_after is not None and now - started > kill_after:
@@ -332,8 +253,8 @@ def run_tasks(tasks, workers=1, log=None, threads=1, memory_limit=None, trace_me
                     receiver.close()
                     running.pop(receiver)
                     results[key] = {"killed": True, "seconds": now - started}
-                    done += 1
-                    log(f"  [{done}/{len(tasks)}] {key}: killed at the {kill_after:.0f}s limit")
+                    log(f"  [{len(results)}/{len(tasks)}] {key}: killed at the "
+                        f"{kill_after:.0f}s limit")
     finally:  # an interrupted pool leaves no process behind
         for receiver, (_, process, _, _) in running.items():
             process.kill()
@@ -369,29 +290,24 @@ def _run_tasks_in_process(tasks, log, threads, measure_memory, memory_limit=None
 # --------------------------------------------------------------------------------------
 # one (method, dataset, seed) run
 # --------------------------------------------------------------------------------------
-def _history_records(history):
-    """``history_`` as JSON-ready dicts (array values dropped); one-vs-rest lists flattened
-    to the first class's history."""
-    if not history:
-        return []
-    if isinstance(history[0], list):  # one history per one-vs-rest problem
-        history = history[0]
-    records = []
-    for entry in history:
-        if not isinstance(entry, dict):
-            continue
-        records.append({key: jsonable(value) for key, value in entry.items()
-                        if not isinstance(value, np.ndarray)})
-    return records
+def history_records(history, problem=0):
+    """The JSON-ready records of one one-vs-rest ``problem`` of a flat ``history_`` list
+    (array values dropped; a record without ``"problem"`` belongs to problem 0)."""
+    if history and isinstance(history[0], list):  # one list per problem
+        history = [{**record, "problem": index} for index, records in enumerate(history)
+                   for record in records]
+    return [{key: jsonable(value) for key, value in record.items()
+             if not isinstance(value, np.ndarray)}
+            for record in history or () if isinstance(record, dict)
+            and record.get("problem", 0) == problem]
 
 
-class _SoftLimit:
-    """Callback stopping training after the first chunk past ``limit`` seconds; chains the
-    estimator's own callback."""
+class TimeLimit:
+    """Callback stopping training at the first record past ``limit`` seconds after
+    ``start``; chains the estimator's own callback ``chained``."""
 
     def __init__(self, limit, chained=None):
-        self.limit = limit
-        self.chained = chained
+        self.limit, self.chained = limit, chained
         self.start = time.perf_counter()
         self.stopped = False
 
@@ -402,32 +318,35 @@ class _SoftLimit:
             return True
         return True if stop else None
 
+    @classmethod
+    def attach(cls, estimator, limit):
+        """Set a :class:`TimeLimit` as ``estimator``'s callback when it has one; return it."""
+        parameters = estimator.get_params(deep=False)
+        if limit is None or "callback" not in parameters:
+            return None
+        callback = cls(limit, parameters["callback"])
+        estimator.set_params(callback=callback)
+        return callback
+
 
 def fit_one(method, dataset, seed, time_limit=None, record_history=True, compute_objective=True):
-    """Fit ``method`` on ``dataset`` with ``seed`` (in the current process); return its record.
-
-    This is what :func:`run_grid` runs in each child process.
-    """
+    """Fit ``method`` on ``dataset`` with ``seed`` here; return its record (what
+    :func:`run_grid` runs in each child process)."""
     estimator = method.make(seed)
     record = {"dataset": dataset.name, "method": method.name, "origin": method.origin,
               "seed": seed}
-    soft_limit = None
-    if time_limit is not None and "callback" in estimator.get_params(deep=False):
-        soft_limit = _SoftLimit(time_limit, estimator.get_params(deep=False)["callback"])
-        estimator.set_params(callback=soft_limit)
+    limit = TimeLimit.attach(estimator, time_limit)
     started = time.perf_counter()
-    if soft_limit is not None:
-        soft_limit.start = started
+    if limit is not None:
+        limit.start = started
     if method.fit is not None:
         extra = method.fit(estimator, dataset, seed)
     else:
         estimator.fit(dataset.X_train, dataset.y_train)
         extra = None
     record["fit_seconds"] = time.perf_counter() - started
-    record["status"] = ("stopped_at_time_limit" if soft_limit is not None and soft_limit.stopped
-                        else "ok")
-    if extra:
-        record.update(extra)
+    record["status"] = "stopped_at_time_limit" if limit is not None and limit.stopped else "ok"
+    record.update(extra or {})
     record["train_accuracy"] = float(estimator.score(dataset.X_train, dataset.y_train))
     if dataset.X_test is not None:
         record["test_accuracy"] = float(estimator.score(dataset.X_test, dataset.y_test))
@@ -436,42 +355,32 @@ def fit_one(method, dataset, seed, time_limit=None, record_history=True, compute
     if hasattr(estimator, "n_iter_"):
         record["n_iter"] = int(np.max(estimator.n_iter_))
     if record_history and hasattr(estimator, "history_"):
-        record["history"] = _history_records(estimator.history_)
+        record["history"] = history_records(estimator.history_)
     if method.measure is not None:
         record.update(method.measure(estimator, dataset))
     return jsonable(record)
 
 
-def _tiny_slice(dataset, per_class=20):
-    """Rows of the first ``per_class`` samples of each class (warm-up data)."""
-    y = np.asarray(dataset.y_train)
-    rows = np.sort(np.concatenate([np.flatnonzero(y == label)[:per_class]
-                                   for label in np.unique(y)]))
-    return dataset.X_train[rows], y[rows]
-
-
 def warm_up(methods, datasets, seed=0, log=None):
-    """Fit each of the package's methods once on a few rows of each dataset, here.
-
-    Compiled loops are then loaded (or compiled) in this process, and the forked runs inherit
-    them: their timings and memory exclude compilation. ``max_iter`` is set to 1 where the
-    estimator has it; a failure here is ignored (the real run reports it).
-    """
+    """Fit each of the package's methods once on the first 20 samples of each class of each
+    dataset, here, with ``max_iter=1`` where it exists: forked runs then inherit the loaded
+    compiled loops. A failure here is ignored (the real run reports it)."""
     from sklearn.exceptions import ConvergenceWarning
 
     for dataset in datasets:
-        X, y = _tiny_slice(dataset)
+        y = np.asarray(dataset.y_train)
+        rows = np.sort(np.concatenate([np.flatnonzero(y == label)[:20]
+                                       for label in np.unique(y)]))
         for method in methods:
             if method.origin != "stochsvm":
                 continue
             try:
                 estimator = method.make(seed)
-                parameters = estimator.get_params(deep=False)
-                if "max_iter" in parameters:
+                if "max_iter" in estimator.get_params(deep=False):
                     estimator.set_params(max_iter=1)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
-                    estimator.fit(X, y)
+                    estimator.fit(dataset.X_train[rows], y[rows])
             except Exception as error:  # noqa: BLE001 - the real run reports failures
                 if log is not None:
                     log(f"  warm-up of {method.name} on {dataset.name} failed: {error!r}")
@@ -479,19 +388,18 @@ def warm_up(methods, datasets, seed=0, log=None):
 
 def run_grid(methods, datasets, seeds, time_limit=None, grace=2.0, memory_limit=None,
              workers=1, threads=1, record_history=True, compute_objective=True,
-             trace_memory=False, in_process=False, warm=True, log=None):
+             in_process=False, warm=True, log=None):
     """Run every (method, dataset, seed) and return their records in grid order.
 
     Parameters
     ----------
     methods : list of Method
-        The package's estimators and their peers; all run in this one call, on the same data
-        and seeds.
+        The package's estimators and their peers, on the same data and seeds.
     datasets : list of Dataset
     seeds : iterable of int
     time_limit : float or None
         Seconds per run: the soft limit of estimators with a ``callback`` parameter; every run
-        is killed at ``time_limit + grace`` (see the module docstring).
+        is killed at ``time_limit + grace``.
     grace : float
         Extra seconds before the kill.
     memory_limit : int or None
@@ -502,13 +410,10 @@ def run_grid(methods, datasets, seeds, time_limit=None, grace=2.0, memory_limit=
         BLAS/OpenMP threads per run (``None``: leave as is).
     record_history, compute_objective : bool
         Keep ``history_`` / evaluate ``objective(X_train, y_train)`` in the records.
-    trace_memory : bool
-        Also report ``traced_peak_bytes`` from :mod:`tracemalloc`.
     in_process : bool
         Run here, without child processes (the time limit is then only checked afterwards).
     warm : bool
-        First :func:`warm_up` the package's methods here, so that no run pays for compiling
-        its loops.
+        First :func:`warm_up` the package's methods here.
     log : callable or None
         ``log(message)`` for progress lines.
 
@@ -521,29 +426,24 @@ def run_grid(methods, datasets, seeds, time_limit=None, grace=2.0, memory_limit=
     if warm:
         warm_up(methods, datasets, seeds[0] if seeds else 0, log)
     kill_after = None if time_limit is None else time_limit + grace
-    tasks, keys = [], []
-    for dataset in datasets:
-        for method in methods:
-            for seed in seeds:
-                key = (dataset.name, method.name, seed)
-                keys.append((key, method, dataset))
-                tasks.append((key, fit_one, (method, dataset, seed, time_limit, record_history,
-                                             compute_objective), kill_after))
-    results = run_tasks(tasks, workers=workers, log=log, threads=threads,
-                        memory_limit=memory_limit, trace_memory=trace_memory,
+    runs = [((dataset.name, method.name, seed), method, dataset)
+            for dataset in datasets for method in methods for seed in seeds]
+    results = run_tasks([(key, fit_one, (method, dataset, key[2], time_limit, record_history,
+                                         compute_objective), kill_after)
+                         for key, method, dataset in runs],
+                        workers=workers, log=log, threads=threads, memory_limit=memory_limit,
                         measure_memory=True, in_process=in_process)
     records = []
-    for key, method, dataset in keys:
+    for key, method, dataset in runs:
         result = results[key]
         base = {"dataset": dataset.name, "method": method.name, "origin": method.origin,
                 "seed": key[2]}
         if result.get("killed"):
             record = {**base, "status": "timed_out", "seconds": result["seconds"]}
         elif "error" in result:
-            status = "out_of_memory" if result.get("out_of_memory") else "failed"
-            record = {**base, "status": status, "error": result["error"][-2000:],
-                      **{k: v for k, v in result.items()
-                         if k not in ("error", "out_of_memory")}}
+            record = {**base, "status": "out_of_memory" if result.get("out_of_memory")
+                      else "failed", "error": result["error"][-2000:],
+                      **{k: v for k, v in result.items() if k not in ("error", "out_of_memory")}}
         else:
             record = result
             if (in_process or not _fork_available()) and kill_after is not None and (
@@ -554,27 +454,36 @@ def run_grid(methods, datasets, seeds, time_limit=None, grace=2.0, memory_limit=
 
 
 # --------------------------------------------------------------------------------------
-# tables
+# summaries and files
 # --------------------------------------------------------------------------------------
-def _spread(values):
+def spread(values, keep_values=False):
+    """``{"median", "min", "max"}`` of the values that are not None or NaN, and their
+    ``"count"`` (or the ``"values"`` themselves with ``keep_values``); None without any."""
     values = [float(v) for v in values if v is not None and not (
         isinstance(v, float) and math.isnan(v))]
     if not values:
         return None
-    return {"median": float(np.median(values)), "min": float(np.min(values)),
-            "max": float(np.max(values)), "count": len(values)}
+    result = {"median": float(np.median(values)), "min": min(values), "max": max(values)}
+    result.update({"values": values} if keep_values else {"count": len(values)})
+    return result
+
+
+def format_spread(value, scale=1.0, digits=3, missing="-", single=False):
+    """``median [min, max]`` of a :func:`spread` times ``scale``; ``missing`` without one;
+    the median alone for a single value when ``single``."""
+    if not value:
+        return missing
+    median, low, high = (scale * value[key] for key in ("median", "min", "max"))
+    if single and value.get("count", len(value.get("values", ()))) == 1:
+        return f"{median:.{digits}f}"
+    return f"{median:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def summarize(records, fields=("test_accuracy", "fit_seconds", "objective",
                                 "peak_memory_bytes")):
-    """Median / min / max of ``fields`` per (dataset, method), and the count of each status.
-
-    Returns
-    -------
-    list of dict
-        ``{"dataset", "method", "origin", "runs", "statuses": {status: count}, field: spread}``
-        in the order the (dataset, method) pairs first appear.
-    """
+    """:func:`spread` of ``fields`` over the finished runs of each (dataset, method), and the
+    count of each status: ``{"dataset", "method", "origin", "runs", "statuses", field...}``
+    in the order the pairs first appear."""
     groups = {}
     for record in records:
         groups.setdefault((record["dataset"], record["method"]), []).append(record)
@@ -583,12 +492,10 @@ def summarize(records, fields=("test_accuracy", "fit_seconds", "objective",
         statuses = {}
         for record in group:
             statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-        row = {"dataset": dataset, "method": method, "origin": group[0].get("origin"),
-               "runs": len(group), "statuses": statuses}
         finished = [r for r in group if r["status"] in ("ok", "stopped_at_time_limit")]
-        for name in fields:
-            row[name] = _spread([r.get(name) for r in finished])
-        rows.append(row)
+        rows.append({"dataset": dataset, "method": method, "origin": group[0].get("origin"),
+                     "runs": len(group), "statuses": statuses,
+                     **{name: spread([r.get(name) for r in finished]) for name in fields}})
     return rows
 
 
@@ -597,44 +504,31 @@ def _scalar(value):
 
 
 def write_tables(records, out_dir, stem, extra=None):
-    """Write ``<stem>.json`` (every record, histories included, plus ``extra``) and
-    ``<stem>.csv`` (one row per run, scalar fields only) into ``out_dir``.
-
-    Returns
-    -------
-    (Path, Path)
-        The JSON and CSV paths.
-    """
-    import json
-
+    """Write ``<stem>.json`` (every record and :func:`summarize`, plus ``extra``) and
+    ``<stem>.csv`` (one row per run, scalar fields) into ``out_dir``; return both paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, csv_path = out_dir / f"{stem}.json", out_dir / f"{stem}.csv"
-    payload = {"records": records, "summary": summarize(records)}
-    if extra:
-        payload.update(extra)
-    json_path.write_text(json.dumps(jsonable(payload), indent=1))
-    write_csv([{key: value for key, value in record.items() if key != "error"}
-               for record in records], csv_path)
+    json_path.write_text(json.dumps(jsonable(
+        {"records": records, "summary": summarize(records), **(extra or {})}), indent=1))
+    write_csv([{k: v for k, v in record.items() if k != "error"} for record in records],
+              csv_path)
     return json_path, csv_path
 
 
 def write_csv(rows, path):
-    """Write ``rows`` (dicts) as CSV: one column per scalar field, in first-seen order;
-    nested values (lists, dicts) are left out. Returns the path."""
+    """Write ``rows`` (dicts) as CSV, one column per scalar field in first-seen order (nested
+    values are left out); return the path."""
     rows = [jsonable(row) for row in rows]
-    columns = []
-    for row in rows:
-        for key, value in row.items():
-            if key not in columns and _scalar(value):
-                columns.append(key)
+    columns = list(dict.fromkeys(key for row in rows for key, value in row.items()
+                                 if _scalar(value)))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
-            writer.writerow({key: (row.get(key) if _scalar(row.get(key)) else None)
+            writer.writerow({key: row.get(key) if _scalar(row.get(key)) else None
                              for key in columns})
     return path
 
@@ -653,44 +547,35 @@ def jsonable(value):
         return int(value)
     if isinstance(value, np.floating):
         return float(value)
-    if isinstance(value, Path):
-        return str(value)
-    return value
+    return str(value) if isinstance(value, Path) else value
 
 
 def machine_description():
     """Processor count, platform and library versions, for the reports."""
     import importlib
 
-    description = {
-        "processor_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-    }
+    description = {"processor_count": os.cpu_count(), "platform": platform.platform(),
+                   "processor": platform.processor() or platform.machine(),
+                   "python": platform.python_version(), "numpy": np.__version__}
     for name in ("scipy", "sklearn", "numba"):
-        try:
+        with contextlib.suppress(ImportError):
             description["scikit-learn" if name == "sklearn" else name] = (
                 importlib.import_module(name).__version__)
-        except ImportError:  # pragma: no cover
-            pass
     return description
 
 
 def replace_marked_block(path, name, body, after=None, header="# Benchmarks\n"):
-    """Write ``body`` between the markers ``<!-- name:begin -->`` and ``<!-- name:end -->`` of
-    the Markdown file ``path``: in place when the markers are there, otherwise right after the
-    marker ``after`` (an ``<!-- ...:end -->`` line, when given and present) or at the end. A
-    missing file starts with ``header``. Each benchmark rewrites only its own block."""
+    """Write ``body`` between ``<!-- name:begin -->`` and ``<!-- name:end -->`` in the Markdown
+    file ``path``: in place when the markers are there, otherwise right after the line
+    ``after`` (when given and present) or at the end; a missing file starts with ``header``.
+    Each benchmark rewrites only its own block."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     block = f"{begin}\n{body.strip()}\n{end}"
     path = Path(path)
     text = path.read_text() if path.exists() else header
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = head + block + tail
+        text = head + block + rest.split(end, 1)[1]
     elif after is not None and after in text:
         head, tail = text.split(after, 1)
         text = head + after + "\n\n" + block + tail
@@ -706,3 +591,51 @@ def write_report(out_dir, stem, title, text, report):
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{stem}.md").write_text(f"# {title}\n\n{text}\n")
     (out / f"{stem}.json").write_text(json.dumps(jsonable(report), indent=1))
+
+
+# --------------------------------------------------------------------------------------
+# shared by the paper modules and the scripts
+# --------------------------------------------------------------------------------------
+def scale_gamma(X):
+    """The ``gamma="scale"`` kernel width of scikit-learn's ``SVC`` (the package's kernel
+    estimators resolve ``"scale"`` to the same value up to rounding): ``1 / (n_features
+    Var(X))``, 1.0 when the variance is 0."""
+    variance = float(X.var())
+    return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+
+
+def elapsed_log():
+    """A ``log(message)`` that prints with the seconds since it was made."""
+    started = time.perf_counter()
+
+    def log(message):
+        print(f"[{time.perf_counter() - started:7.1f} s] {message}", flush=True)
+
+    return log
+
+
+def configuration(quick, smoke, full, quick_configuration, smoke_configuration):
+    """The ``(configuration, file suffix)`` of a run: smoke (``"_smoke"``) over quick
+    (``"_quick"``) over full (``""``); the configuration is a copy."""
+    if smoke:
+        return dict(smoke_configuration), "_smoke"
+    return (dict(quick_configuration), "_quick") if quick else (dict(full), "")
+
+
+def script_main(run, doc, repository, argv=None, benchmarks_md=True, workers=False):
+    """The command line of a script in ``benchmarks/``: ``--quick`` and ``--out`` (default
+    ``benchmarks/results``); calls ``run(quick, out, ...)``, with the ``BENCHMARKS.md`` of
+    ``repository`` when ``benchmarks_md`` and a ``--workers`` option when ``workers``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="small data, minutes: *_quick outputs, BENCHMARKS.md left alone")
+    parser.add_argument("--out", type=Path, default=Path(repository) / "benchmarks" / "results",
+                        help="output folder (default: benchmarks/results)")
+    if workers:
+        parser.add_argument("--workers", type=int, default=None,
+                            help="parallel fits (default: the configuration's)")
+    arguments = parser.parse_args(argv)
+    keywords = {"workers": arguments.workers} if workers else {}
+    if benchmarks_md:
+        keywords["benchmarks_md"] = Path(repository) / "benchmarks" / "BENCHMARKS.md"
+    return run(arguments.quick, arguments.out, **keywords)

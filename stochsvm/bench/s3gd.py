@@ -79,13 +79,18 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 
-from ..linear.s3gd import S3GDClassifier
-from ..linear.scv import SCVClassifier
-from ..linear.sgd import MiniBatchSGDClassifier
-from ..linear.ssgd import StratifiedSGDClassifier
-from ..linear.step_size import PAPER_STEP_SIZES, select_step_size
-from ..linear.svrg import ProxSVRGClassifier
-from .harness import write_csv
+from .. import (
+    MiniBatchSGDClassifier,
+    ProxSVRGClassifier,
+    S3GDClassifier,
+    SCVClassifier,
+    StratifiedSGDClassifier,
+    select_step_size,
+)
+from . import harness
+from .data import fashion_binary
+
+__all__ = ["run", "load_datasets", "FULL", "QUICK", "SMOKE"]
 
 ALPHA = 1e-3
 TARGET = 1e-3
@@ -93,15 +98,15 @@ TARGET = 1e-3
 # the curves of Fig. 4 still show the convergence), or at the time limit
 TRACE_FLOOR = 1e-5
 BASE_SEED = 20160101
+STEP_SIZES = (0.1, 1.0, 5.0, 10.0)  # the paper's grid
 
 # full: sized for about 30 minutes on 2 cores (2 seeds, 10 s per trace; traces stop at
 # F*(1 + TRACE_FLOOR))
 FULL = {"mode": "full", "seeds": 2, "time_limit": 10.0, "selection_epochs": 5,
         "fashion_train": None, "digits": True, "dense": (1_000_000, 100),
         "sparse": (1_000_000, 10_000, 20)}
-QUICK = {"mode": "quick", "seeds": 2, "time_limit": 1.0, "selection_epochs": 2,
-         "fashion_train": 2000, "digits": True, "dense": (20_000, 100),
-         "sparse": (10_000, 5_000, 20)}
+QUICK = {**FULL, "mode": "quick", "time_limit": 1.0, "selection_epochs": 2,
+         "fashion_train": 2000, "dense": (20_000, 100), "sparse": (10_000, 5_000, 20)}
 # a check of the whole pipeline in seconds (tests): one tiny generated dataset, one seed
 SMOKE = {"mode": "smoke", "seeds": 1, "time_limit": 0.2, "selection_epochs": 1,
          "fashion_train": 0, "digits": False, "dense": (600, 10), "sparse": None}
@@ -122,18 +127,10 @@ PEERS = ("sklearn SGDClassifier", "sklearn saga", "sklearn lbfgs")
 # data
 # --------------------------------------------------------------------------------------
 def _fashion(positive, negative, limit, seed):
-    from stochsvm.datasets import load_fashion_mnist
-
-    X, labels = load_fashion_mnist(kind="train")
-    keep = np.isin(labels, positive + negative)
-    X, labels = X[keep], labels[keep]
-    if limit is not None and limit < len(labels):
-        chosen = np.sort(np.random.default_rng(seed).choice(len(labels), limit, replace=False))
-        X, labels = X[chosen], labels[chosen]
-    X = np.asarray(X, dtype=np.float64)
+    X, y = fashion_binary("train", positive, negative, limit, seed)
     # unit rows: the paper's step grid assumes a bounded curvature (module docstring)
     X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), np.finfo(np.float64).tiny)
-    return np.ascontiguousarray(X), np.isin(labels, positive).astype(np.int64)
+    return X, y
 
 
 def _generated_dense(n, d, seed):
@@ -303,14 +300,6 @@ def _thin(trace, limit=150):
     return [trace[index] for index in keep]
 
 
-def _median_spread(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return None
-    return {"median": float(np.median(values)), "min": float(np.min(values)),
-            "max": float(np.max(values)), "count": len(values)}
-
-
 def run_dataset(label, X, y, config, log):
     n = X.shape[0]
     f_star = optimum(X, y)
@@ -345,21 +334,20 @@ def run_dataset(label, X, y, config, log):
         estimator = _configured(name, 1.0, 0, config["selection_epochs"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            selection = select_step_size(estimator, X, y, f_star, PAPER_STEP_SIZES,
-                                         epsilon=TARGET)
+            selection = select_step_size(estimator, X, y, f_star, STEP_SIZES, epsilon=TARGET)
         step = selection.step_size
         if step is None:
             # no step of the grid reached the target within the selection budget: the one
             # that came closest (the smallest step when every one diverged)
             finite = {k: v for k, v in selection.objectives.items() if np.isfinite(v)}
-            step = min(finite, key=finite.get) if finite else min(PAPER_STEP_SIZES)
+            step = min(finite, key=finite.get) if finite else min(STEP_SIZES)
         entry["step_selection"] = {str(k): v for k, v in selection.objectives.items()}
         entry["step_size"] = step
         entry["step_stable"] = selection.step_size is not None
         traces = [trace_ours(name, step, X, y, BASE_SEED + seed, config["time_limit"],
                              floor=f_star * (1 + TRACE_FLOOR))
                   for seed in range(config["seeds"])]
-        entry["time_to_target"] = _median_spread([time_to_target(t, target) for t in traces])
+        entry["time_to_target"] = harness.spread([time_to_target(t, target) for t in traces])
         entry["reached"] = sum(time_to_target(t, target) is not None for t in traces)
         entry["traces"] = [_thin(t) for t in traces]
         entry["seconds_per_50_iterations"], entry["epoch_seconds"] = per_iteration_seconds(
@@ -384,7 +372,7 @@ def run_dataset(label, X, y, config, log):
                 traces.append(trace_logistic(name.split()[1], X, y, BASE_SEED + seed,
                                              config["time_limit"]))
         result["methods"][name] = {
-            "time_to_target": _median_spread([time_to_target(t, target) for t in traces]),
+            "time_to_target": harness.spread([time_to_target(t, target) for t in traces]),
             "reached": sum(time_to_target(t, target) is not None for t in traces),
             "traces": [_thin(t) for t in traces],
         }
@@ -507,19 +495,6 @@ def plot(results, out, suffix):
                          methods=list(OURS))
 
 
-def update_benchmarks_md(path, section):
-    begin, end = "<!-- s3gd-family:begin -->", "<!-- s3gd-family:end -->"
-    block = f"{begin}\n## S3GD family\n\n{section.strip()}\n{end}"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = head + block + tail
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
     """Re-run the paper's experiments and write the tables and figures into ``out_dir``.
 
@@ -543,20 +518,11 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
         The report written to ``s3gd_paper<suffix>.json``: ``config``, ``results``,
         ``targets``, ``seconds``.
     """
-    if smoke:
-        config, suffix = SMOKE, "_smoke"
-    elif quick:
-        config, suffix = QUICK, "_quick"
-    else:
-        config, suffix = FULL, ""
+    config, suffix = harness.configuration(quick, smoke, FULL, QUICK, SMOKE)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     begin = time.perf_counter()
-
-    if log is None:
-        def log(message):
-            print(f"[{time.perf_counter() - begin:7.1f} s] {message}", flush=True)
-
+    log = log or harness.elapsed_log()
     datasets = load_datasets(config, log)
     results = {label: run_dataset(label, X, y, config, log) for label, (X, y) in datasets.items()}
     targets = evaluate_targets(results)
@@ -564,10 +530,10 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
     text = markdown(results, targets, config, seconds)
     protocol = __doc__.split("Protocol\n--------\n", 1)[1].split("\nOutputs", 1)[0]
     (out / f"s3gd_paper{suffix}.md").write_text(text + "\n")
-    report = {"config": {k: v for k, v in config.items()}, "results": results,
+    report = {"config": config, "results": results,
               "targets": targets, "seconds": seconds}
     (out / f"s3gd_paper{suffix}.json").write_text(json.dumps(report, indent=1, default=str))
-    write_csv(summary_rows(results), out / f"s3gd_paper{suffix}.csv")
+    harness.write_csv(summary_rows(results), out / f"s3gd_paper{suffix}.csv")
     plot(results, out, suffix)
     if not suffix and benchmarks_md is not None:
         section = (f"Re-run of Figs. 3, 4, 6 of the S3GD paper by `python "
@@ -575,7 +541,7 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
                    f"**Protocol.**\n{protocol}\n\n{text}\n\nFigures: "
                    f"`results/s3gd_objective.png` (Fig. 4), `results/s3gd_correlation.png` "
                    f"(Fig. 6); every number: `results/s3gd_paper.json`.")
-        update_benchmarks_md(Path(benchmarks_md), section)
+        harness.replace_marked_block(benchmarks_md, "s3gd-family", f"## S3GD family\n\n{section}")
     log(f"done in {seconds:.0f} s")
     log(text)
     return report

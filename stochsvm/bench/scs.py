@@ -59,54 +59,39 @@ from pathlib import Path
 
 import numpy as np
 
-from ..kernel import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
-from .._core.kernels import kernel_block, resolve_gamma
+from .. import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
 from . import harness
+from .data import fashion_binary
 
 __all__ = ["run", "QUICK", "FULL", "SMOKE"]
 
-QUICK = {
-    "mode": "quick",
-    "seeds_small": 3,
-    "seeds_large": 1,
-    "fashion_sizes": [2000],
-    "generated_sizes": [5000],
-    "time_limit": 20.0,
-    "scs": {"max_samples": 1000, "max_iter": 250, "validation_size": 200},
-    "pegasos_epochs": 3,
-    "wolfe_max_samples": 2000,
-    "curve_iterations": {"scs": 250, "wolfe": 150, "pegasos": 40},
-}
-FULL = {
-    "mode": "full",
-    "seeds_small": 20,
-    "seeds_large": 1,
-    "fashion_sizes": [5000, 20000, 60000],
-    "generated_sizes": [20000, 1000000],
-    "time_limit": 300.0,
-    # measured on Fashion-MNIST tops n=60000 (one idle core): 28 s, test accuracy 0.969;
-    # SVC 244 s, 0.974
-    "scs": {"max_samples": 8000, "samples_per_iter": 400, "max_iter": 150,
-            "validation_size": 200, "kernel_dtype": "float32"},
-    "pegasos_epochs": 3,
-    "pegasos_max_samples": 20000,
-    "svc_max_samples": 100000,
-    "components_cap": 3000,
-    "wolfe_max_samples": 5000,
-    "curve_iterations": {"scs": 600, "wolfe": 400, "pegasos": 100},
-}
-SMOKE = {
-    "mode": "smoke",
-    "seeds_small": 1,
-    "seeds_large": 1,
-    "fashion_sizes": [],
-    "generated_sizes": [1000],
-    "time_limit": 10.0,
-    "scs": {"max_samples": 300, "max_iter": 40, "validation_size": 100},
-    "pegasos_epochs": 1,
-    "wolfe_max_samples": 1000,
-    "curve_iterations": {"scs": 20, "wolfe": 20, "pegasos": 5},
-}
+QUICK = {"mode": "quick", "seeds_small": 3, "seeds_large": 1, "fashion_sizes": [2000],
+         "generated_sizes": [5000], "time_limit": 20.0,
+         "scs": {"max_samples": 1000, "max_iter": 250, "validation_size": 200},
+         "pegasos_epochs": 3, "wolfe_max_samples": 2000,
+         "curve_iterations": {"scs": 250, "wolfe": 150, "pegasos": 40}}
+FULL = {"mode": "full", "seeds_small": 20, "seeds_large": 1,
+        "fashion_sizes": [5000, 20000, 60000], "generated_sizes": [20000, 1000000],
+        "time_limit": 300.0,
+        # measured on Fashion-MNIST tops n=60000 (one idle core): 28 s, test accuracy 0.969;
+        # SVC 244 s, 0.974
+        "scs": {"max_samples": 8000, "samples_per_iter": 400, "max_iter": 150,
+                "validation_size": 200, "kernel_dtype": "float32"},
+        "pegasos_epochs": 3, "pegasos_max_samples": 20000, "svc_max_samples": 100000,
+        "components_cap": 3000, "wolfe_max_samples": 5000,
+        "curve_iterations": {"scs": 600, "wolfe": 400, "pegasos": 100}}
+SMOKE = {"mode": "smoke", "seeds_small": 1, "seeds_large": 1, "fashion_sizes": [],
+         "generated_sizes": [1000], "time_limit": 10.0,
+         "scs": {"max_samples": 300, "max_iter": 40, "validation_size": 100},
+         "pegasos_epochs": 1, "wolfe_max_samples": 1000,
+         "curve_iterations": {"scs": 20, "wolfe": 20, "pegasos": 5}}
+
+
+def gram(X):
+    """The rbf kernel matrix of the rows of ``X`` at the ``"scale"`` width."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    return rbf_kernel(X, gamma=harness.scale_gamma(X))
 
 
 # --------------------------------------------------------------------------------------
@@ -140,21 +125,15 @@ def fashion_datasets(sizes, log):
     """Fashion-MNIST tops vs rest: training subsets of ``sizes`` and 10000 test points."""
     if not sizes:
         return []
-    from ..datasets.idx import load_fashion_mnist
-
+    tops, rest = (0, 2, 4, 6), (1, 3, 5, 7, 8, 9)
     try:
-        X, labels = load_fashion_mnist(kind="train")
-        X_test, test_labels = load_fashion_mnist(kind="test")
+        (X, y), (X_test, y_test) = (fashion_binary(kind, tops, rest)
+                                    for kind in ("train", "test"))
     except (FileNotFoundError, OSError) as error:
         log(f"note: Fashion-MNIST not found ({error}); its rows are left out")
         return []
-    tops = (0, 2, 4, 6)
-    y = np.where(np.isin(labels, tops), 1.0, -1.0)
-    y_test = np.where(np.isin(test_labels, tops), 1.0, -1.0)
-    rng = np.random.RandomState(0)
-    order = rng.permutation(len(y))
-    X = np.asarray(X, dtype=np.float64)
-    X_test = np.asarray(X_test, dtype=np.float64)
+    y, y_test = np.where(y == 1, 1.0, -1.0), np.where(y_test == 1, 1.0, -1.0)
+    order = np.random.RandomState(0).permutation(len(y))
     return [harness.Dataset(f"fashion tops n={size}", X[order[:size]], y[order[:size]],
                             X_test, y_test, f"Fashion-MNIST tops vs rest, {size} x 784")
             for size in sizes]
@@ -188,8 +167,7 @@ def _quiet_fit(estimator, dataset, seed):
 
 def _approximation_fit(step):
     def fit(estimator, dataset, seed):
-        gamma = resolve_gamma("scale", dataset.X_train)
-        estimator.set_params(**{f"{step}__gamma": gamma})
+        estimator.set_params(**{f"{step}__gamma": harness.scale_gamma(dataset.X_train)})
         return _quiet_fit(estimator, dataset, seed)
     return fit
 
@@ -243,7 +221,7 @@ def methods(config, n_samples, C=1.0, peers=True):
 def objective_curves(dataset, config, C=1.0):
     """Full-sample objective after every iteration of SCS, Wolfe and Pegasos (one run each)."""
     X, y = dataset.X_train, dataset.y_train
-    gram = kernel_block(X, X, "rbf", resolve_gamma("scale", X))
+    kernel = gram(X)
     costs = C * np.ones(len(y))
 
     def value(coefficients, indices=None):
@@ -252,7 +230,7 @@ def objective_curves(dataset, config, C=1.0):
             full[:] = coefficients
         else:
             full[indices] = coefficients
-        scores = gram @ full
+        scores = kernel @ full
         return float(0.5 * full @ scores + costs @ np.maximum(0.0, 1.0 - y * scores))
 
     curves = {}
@@ -278,11 +256,10 @@ def objective_curves(dataset, config, C=1.0):
 
 
 def _draw(curves_by_dataset, exact_by_dataset, path):
-    from .figures import _pyplot, _save
+    from .figures import pyplot, save
 
-    plt = _pyplot()
     names = list(curves_by_dataset)
-    figure, axes = plt.subplots(2, max(len(names), 1), figsize=(4.6 * max(len(names), 1), 7.0),
+    figure, axes = pyplot().subplots(2, max(len(names), 1), figsize=(4.6 * max(len(names), 1), 7.0),
                                 squeeze=False)
     for column, name in enumerate(names):
         exact = exact_by_dataset.get(name)
@@ -302,7 +279,7 @@ def _draw(curves_by_dataset, exact_by_dataset, path):
                             "F(a_k), C = 1")
             axis.set_yscale("log")
             axis.legend(fontsize=7)
-    return _save(figure, path)
+    return save(figure, path)
 
 
 def _exact_objective(dataset, C=1.0):
@@ -310,8 +287,8 @@ def _exact_objective(dataset, C=1.0):
     from scipy.optimize import minimize
 
     X, y = dataset.X_train, dataset.y_train
-    gram = kernel_block(X, X, "rbf", resolve_gamma("scale", X))
-    Q = (y[:, None] * y[None, :]) * gram
+    kernel = gram(X)
+    Q = (y[:, None] * y[None, :]) * kernel
 
     def negative_dual(alpha):
         products = Q @ alpha
@@ -321,17 +298,15 @@ def _exact_objective(dataset, C=1.0):
                       bounds=[(0.0, C)] * len(y),
                       options=dict(maxiter=20000, ftol=1e-15, gtol=1e-12))
     a = result.x * y
-    scores = gram @ a
+    scores = kernel @ a
     return float(0.5 * a @ scores + C * np.maximum(0.0, 1.0 - y * scores).sum())
 
 
 def _closed_form_eq2(dataset):
     """Objective of :math:`a = y/m` at ``C = 1/m`` (the solution of eq. (2) for RBF)."""
-    X, y = dataset.X_train, dataset.y_train
-    m = len(y)
-    gram = kernel_block(X, X, "rbf", resolve_gamma("scale", X))
+    y, m = dataset.y_train, len(dataset.y_train)
     a = y / m
-    scores = gram @ a
+    scores = gram(dataset.X_train) @ a
     return float(0.5 * a @ scores + np.maximum(0.0, 1.0 - y * scores).sum() / m)
 
 
@@ -339,10 +314,7 @@ def _closed_form_eq2(dataset):
 # report
 # --------------------------------------------------------------------------------------
 def _format_spread(spread, scale=1.0, digits=3):
-    if not spread:
-        return "N/A"
-    return (f"{spread['median'] * scale:.{digits}f} [{spread['min'] * scale:.{digits}f}, "
-            f"{spread['max'] * scale:.{digits}f}]")
+    return harness.format_spread(spread, scale, digits, missing="N/A")
 
 
 def _markdown(report):
@@ -440,10 +412,7 @@ def run(quick, out_dir, *, smoke=False, log=None, command=None):
         The report written to the JSON file.
     """
     log = log or print
-    if smoke:
-        config, suffix = SMOKE, "_smoke"
-    else:
-        config, suffix = (QUICK, "_quick") if quick else (FULL, "")
+    config, suffix = harness.configuration(quick, smoke, FULL, QUICK, SMOKE)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -475,7 +444,7 @@ def run(quick, out_dir, *, smoke=False, log=None, command=None):
     report = {
         "config": config,
         "command": command or ("python benchmarks/scs_paper.py"
-                               + (" --quick" if config is QUICK else "")),
+                               + (" --quick" if suffix == "_quick" else "")),
         "machine": harness.machine_description(),
         "summary": summary,
         "eq2": harness.summarize(eq2_records),

@@ -87,73 +87,34 @@ from pathlib import Path
 
 import numpy as np
 
-from .harness import jsonable, machine_description, replace_marked_block, run_tasks
+from .. import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, LabeledKFold, SelfLabelingTSVM
+from ..datasets import make_semi_supervised
+from . import harness
+from .data import fashion_binary, generated_clusters
 
-__all__ = ["run", "generated_clusters", "growth_exponents", "scaling_targets",
+__all__ = ["run", "generated_clusters", "fashion_task", "growth_exponents", "scaling_targets",
            "evaluate_targets", "QUICK", "FULL", "SMOKE"]
 
-QUICK = {
-    "mode": "quick",
-    "n_labeled": 200,
-    "time_limit": 15.0,
-    "grace": 5.0,
-    "workers": 2,
-    "scaling_sizes": (1000, 3000, 8000),
-    "n_features": 20,
-    "test_size": 2000,
-    "small_size": 1200,
-    "small_seeds": (0, 1),
-    "small_tasks": ("generated", "T-shirt vs Shirt"),
-    "target_size": None,
-    "target_seeds": (),
-    "target_tasks": (),
-    "selection_seeds": (0,),
-    "selection_target_seeds": (),
-    "selection_time_limit": 120.0,
-}
-
-FULL = {
-    "mode": "full",
-    "n_labeled": 200,
-    "time_limit": 45.0,
-    "grace": 10.0,
-    "workers": 1,  # one run at a time: timings undisturbed by a second run
-    "scaling_sizes": (2000, 5000, 20000, 100000, 300000, 1000000, 10000000),
-    # a longer limit where one TSGS3VM pass takes about a minute
-    "scaling_time_limits": {10000000: 180.0},
-    "n_features": 20,
-    "test_size": 10000,
-    "small_size": 2000,
-    "small_seeds": tuple(range(10)),
-    "small_tasks": ("generated", "T-shirt vs Shirt"),
-    "target_size": 20000,
-    "target_seeds": (0, 1, 2),
-    "target_tasks": ("generated", "tops vs rest"),
-    "selection_seeds": (0, 1, 2, 3, 4),
-    "selection_target_seeds": (0, 1, 2),
-    "selection_time_limit": 600.0,
-}
-
+FULL = {"mode": "full", "n_labeled": 200, "time_limit": 45.0, "grace": 10.0,
+        "workers": 1,  # one run at a time: timings undisturbed by a second run
+        "scaling_sizes": (2000, 5000, 20000, 100000, 300000, 1000000, 10000000),
+        # a longer limit where one TSGS3VM pass takes about a minute
+        "scaling_time_limits": {10000000: 180.0},
+        "n_features": 20, "test_size": 10000, "small_size": 2000,
+        "small_seeds": tuple(range(10)), "small_tasks": ("generated", "T-shirt vs Shirt"),
+        "target_size": 20000, "target_seeds": (0, 1, 2),
+        "target_tasks": ("generated", "tops vs rest"), "selection_seeds": (0, 1, 2, 3, 4),
+        "selection_target_seeds": (0, 1, 2), "selection_time_limit": 600.0}
+QUICK = {"mode": "quick", "n_labeled": 200, "time_limit": 15.0, "grace": 5.0, "workers": 2,
+         "scaling_sizes": (1000, 3000, 8000), "n_features": 20, "test_size": 2000,
+         "small_size": 1200, "small_seeds": (0, 1),
+         "small_tasks": ("generated", "T-shirt vs Shirt"), "target_size": None,
+         "target_seeds": (), "target_tasks": (), "selection_seeds": (0,),
+         "selection_target_seeds": (), "selection_time_limit": 120.0}
 # A seconds-long check of the whole pipeline (tests); its numbers mean nothing.
-SMOKE = {
-    "mode": "smoke",
-    "n_labeled": 40,
-    "time_limit": 20.0,
-    "grace": 5.0,
-    "workers": 1,
-    "scaling_sizes": (200, 400),
-    "n_features": 5,
-    "test_size": 300,
-    "small_size": 300,
-    "small_seeds": (0,),
-    "small_tasks": ("generated",),
-    "target_size": None,
-    "target_seeds": (),
-    "target_tasks": (),
-    "selection_seeds": (0,),
-    "selection_target_seeds": (),
-    "selection_time_limit": 60.0,
-}
+SMOKE = {**QUICK, "mode": "smoke", "n_labeled": 40, "time_limit": 20.0, "workers": 1,
+         "scaling_sizes": (200, 400), "n_features": 5, "test_size": 300, "small_size": 300,
+         "small_seeds": (0,), "small_tasks": ("generated",), "selection_time_limit": 60.0}
 
 FASHION_TASKS = {
     "T-shirt vs Shirt": ([0], [6]),
@@ -180,81 +141,35 @@ SELECTION_FOLDS = 3
 # --------------------------------------------------------------------------------------
 # data
 # --------------------------------------------------------------------------------------
-def generated_clusters(n_samples, n_features=20, seed=0):
-    r"""Cluster-structured binary data: 2 classes x 10 Gaussian clusters each (unit-variance
-    noise around standard-normal centres), so that the classes overlap a little and an SVC on
-    200 labels is clearly below one on all labels (about 0.86 against 0.94 test accuracy at
-    ``n = 1200``, ``d = 20``).
-
-    The centres are drawn once from ``seed``, so every size is a sample of one distribution.
-    """
-    centres = np.random.default_rng(seed).normal(size=(20, n_features))
-    classes = np.repeat([0, 1], 10)
-    rng = np.random.default_rng(seed + 1)
-    chosen = rng.integers(0, 20, size=n_samples)
-    X = centres[chosen] + rng.normal(size=(n_samples, n_features))
-    return np.ascontiguousarray(X - centres.mean(axis=0)), classes[chosen].astype(np.int64)
-
-
-def _fashion_task(task, limit, seed):
-    from ..datasets import load_fashion_mnist
-
+def fashion_task(task, limit, seed):
+    """``(X, y, X_test, y_test)`` of a Fashion-MNIST task of :data:`FASHION_TASKS`: at most
+    ``limit`` training samples (a random subset drawn with ``seed``) and the whole test split."""
     positive, negative = FASHION_TASKS[task]
-    out = []
-    for kind, cap in (("train", limit), ("test", None)):
-        X, labels = load_fashion_mnist(kind=kind)
-        keep = np.isin(labels, positive + negative)
-        X, labels = X[keep], labels[keep]
-        if cap is not None and cap < len(labels):
-            chosen = np.sort(np.random.default_rng(seed).choice(len(labels), cap,
-                                                                replace=False))
-            X, labels = X[chosen], labels[chosen]
-        out.append((np.ascontiguousarray(X, dtype=np.float64),
-                    np.isin(labels, positive).astype(np.int64)))
-    return out[0][0], out[0][1], out[1][0], out[1][1]
+    return (*fashion_binary("train", positive, negative, limit, seed),
+            *fashion_binary("test", positive, negative))
 
 
 # --------------------------------------------------------------------------------------
 # methods
 # --------------------------------------------------------------------------------------
-def _our_classes():
-    """Importable estimator classes of the package, and notes on the missing ones."""
-    classes, notes = {}, []
-    from ..semi.bgs3vm import BGS3VM
-    from ..semi.tsvm import CCCPTSVM, SelfLabelingTSVM
-
-    classes.update(BGS3VM=BGS3VM, CCCPTSVM=CCCPTSVM, SelfLabelingTSVM=SelfLabelingTSVM)
-    try:
-        from ..semi.tsgs3vm import TSGS3VM
-        classes["TSGS3VM"] = TSGS3VM
-    except ImportError as error:
-        notes.append(f"TSGS3VM skipped: {error}")
-    try:
-        from ..semi.frs3vm import FRS3VM
-        classes["FRS3VM"] = FRS3VM
-    except ImportError as error:
-        notes.append(f"FRS3VM skipped: {error}")
-    return classes, notes
+CLASSES = {"TSGS3VM": TSGS3VM, "FRS3VM": FRS3VM, "BGS3VM": BGS3VM, "CCCPTSVM": CCCPTSVM,
+           "SelfLabelingTSVM": SelfLabelingTSVM}
 
 
-def _make(name, seed, classes):
+def _make(name, seed):
     """A fresh estimator and how it is trained: ``"semi"`` (all points, ``y == -1``
     unlabeled), ``"labeled"`` (the labeled points only) or ``"all"`` (every true label)."""
     from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
     from sklearn.svm import SVC
 
-    if name == "TSGS3VM":
-        return classes[name](random_state=seed), "semi"
+    if name in ("TSGS3VM", "FRS3VM"):
+        return CLASSES[name](random_state=seed), "semi"
     if name == FIXED_BUDGET:
-        return classes["TSGS3VM"](random_state=seed, max_iter=64,
-                                  unlabeled_batch_size=256), "semi"
-    if name == "FRS3VM":
-        return classes[name](random_state=seed), "semi"
+        return TSGS3VM(random_state=seed, max_iter=64, unlabeled_batch_size=256), "semi"
     if name == "BGS3VM":
-        return classes[name](random_state=seed, track_objective=False,
-                             record_every=500), "semi"
+        return BGS3VM(random_state=seed, track_objective=False, record_every=500), "semi"
     if name in EXACT:
-        return classes[name](), "semi"
+        return CLASSES[name](), "semi"
     if name == "LabelSpreading":
         return LabelSpreading(kernel="knn"), "semi"
     if name == "SelfTraining(SVC)":
@@ -266,28 +181,10 @@ def _make(name, seed, classes):
     raise ValueError(f"unknown method {name!r}")
 
 
-class _TimeLimit:
-    """Callback that stops one of our estimators at the first record past ``limit`` s."""
-
-    def __init__(self, limit):
-        self.limit = limit
-        self.start = time.perf_counter()
-        self.stopped = False
-
-    def __call__(self, record):
-        if time.perf_counter() - self.start > self.limit:
-            self.stopped = True
-            return True
-        return None
-
-
-def _fit_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit, classes):
+def _fit_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit):
     """One run (in a child process): fit, then test accuracy. Returns the record."""
-    estimator, kind = _make(name, seed, classes)
-    limit = None
-    if "callback" in estimator.get_params(deep=False):
-        limit = _TimeLimit(time_limit)
-        estimator.set_params(callback=limit)
+    estimator, kind = _make(name, seed)
+    limit = harness.TimeLimit.attach(estimator, time_limit)
     started = time.perf_counter()
     if limit is not None:
         limit.start = started
@@ -311,8 +208,8 @@ def _fit_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit, cl
               "predict_seconds": predict_seconds}
     if hasattr(estimator, "n_iter_"):
         record["n_iter"] = int(np.max(estimator.n_iter_))
-    history = getattr(estimator, "history_", None)
-    if history and isinstance(history[-1], dict) and "seconds" in history[-1]:
+    history = harness.history_records(getattr(estimator, "history_", None))
+    if history and "seconds" in history[-1]:
         # seconds of the training loop alone (fit without input validation and copies)
         record["loop_seconds"] = float(history[-1]["seconds"])
     return record
@@ -322,14 +219,12 @@ def selection_grid(name, X):
     """The grid of one method under the model-selection protocol (9 settings each)."""
     if name == "LabelSpreading":
         return {"n_neighbors": list(SELECTION_NEIGHBORS), "alpha": list(SELECTION_ALPHA)}
-    from ..semi._base import resolve_semi_supervised_gamma
-
-    scale = resolve_semi_supervised_gamma("scale", X)
+    scale = harness.scale_gamma(X)
     return {"C": list(SELECTION_C),
             "gamma": [scale * factor for factor in SELECTION_GAMMA_MULTIPLIERS]}
 
 
-def _select_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit, classes):
+def _select_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit):
     """One run of the model-selection protocol (in a child process): grid search with
     ``SELECTION_FOLDS``-fold cross-validation on the labeled samples (``LabeledKFold`` for the
     semi-supervised methods: every unlabeled sample in every training fold, scored on held-out
@@ -337,9 +232,7 @@ def _select_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit,
     on all the data, test accuracy."""
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-    from ..semi.model_selection import LabeledKFold
-
-    estimator, kind = _make(name, seed, classes)
+    estimator, kind = _make(name, seed)
     grid = selection_grid(name, X)
     labeled = y_semi != -1
     if kind == "labeled":
@@ -364,7 +257,7 @@ def _select_and_score(name, seed, X, y_semi, y_true, X_test, y_test, time_limit,
             "test_accuracy": float(search.score(X_test, y_test))}
 
 
-def _warm_up(classes):
+def _warm_up():
     """Compile the numba loops once in the parent, so forked runs do not time compilation."""
     X, y = generated_clusters(300, 5, seed=123)
     y_semi = y.copy()
@@ -372,18 +265,16 @@ def _warm_up(classes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in ("TSGS3VM", "FRS3VM", "BGS3VM", "CCCPTSVM"):
-            if name in classes:
-                _make(name, 0, classes)[0].fit(X, y_semi)
+            _make(name, 0)[0].fit(X, y_semi)
 
 
-def _run_batch(jobs, config, classes, log, function=_fit_and_score, time_limit=None):
+def _run_batch(jobs, config, log, function=_fit_and_score, time_limit=None):
     """``jobs``: list of (key, name, seed, data tuple). Returns {key: record}."""
     time_limit = config["time_limit"] if time_limit is None else time_limit
-    kill_after = time_limit + config["grace"]
-    tasks = [(key, function, (name, seed, *data, time_limit, classes),
-              kill_after) for key, name, seed, data in jobs]
-    results = run_tasks(tasks, workers=config["workers"], log=log, threads=1,
-                        measure_memory=True)
+    tasks = [(key, function, (name, seed, *data, time_limit), time_limit + config["grace"])
+             for key, name, seed, data in jobs]
+    results = harness.run_tasks(tasks, workers=config["workers"], log=log, threads=1,
+                                measure_memory=True)
     out = {}
     for key, result in results.items():
         if result.get("killed"):
@@ -397,15 +288,13 @@ def _run_batch(jobs, config, classes, log, function=_fit_and_score, time_limit=N
 
 
 def _split(y, n_labeled, seed):
-    from ..datasets.semi import make_semi_supervised
-
     return make_semi_supervised(y, n_labeled=n_labeled, random_state=seed)
 
 
 # --------------------------------------------------------------------------------------
 # Fig. 2: time against training size
 # --------------------------------------------------------------------------------------
-def run_scaling(config, methods, classes, log):
+def run_scaling(config, methods, log):
     sizes = list(config["scaling_sizes"])
     X_all, y_all = generated_clusters(max(sizes) + config["test_size"], config["n_features"])
     X_test, y_test = X_all[-config["test_size"]:], y_all[-config["test_size"]:]
@@ -428,7 +317,7 @@ def run_scaling(config, methods, classes, log):
             jobs.append(((n, name), name, 0, (X, y_semi, y, X_test, y_test)))
         log(f"Fig. 2: n = {n}, {len(jobs)} runs")
         limit = config.get("scaling_time_limits", {}).get(n, config["time_limit"])
-        results = _run_batch(jobs, config, classes, log, time_limit=limit)
+        results = _run_batch(jobs, config, log, time_limit=limit)
         for (key, name, _, _) in jobs:
             record = {"n": n, "method": name, **results[key]}
             records.append(record)
@@ -511,7 +400,7 @@ def accuracy_datasets(config, log):
             if task in missing:
                 continue
             try:
-                X, y, X_t, y_t = _fashion_task(task, size, seed=11)
+                X, y, X_t, y_t = fashion_task(task, size, seed=11)
             except FileNotFoundError as error:
                 log(f"note: Fashion-MNIST {task} skipped, its files were not found ({error})")
                 missing.add(task)
@@ -520,7 +409,7 @@ def accuracy_datasets(config, log):
     return datasets
 
 
-def run_accuracy(config, methods, classes, datasets, log):
+def run_accuracy(config, methods, datasets, log):
     """Fig. 3 with each library's defaults on ``datasets`` (from :func:`accuracy_datasets`)."""
     records = []
     for label, (X, y, X_test, y_test, seeds) in datasets.items():
@@ -532,19 +421,17 @@ def run_accuracy(config, methods, classes, datasets, log):
                     continue
                 jobs.append(((label, name, seed), name, seed, (X, y_semi, y, X_test, y_test)))
         log(f"Fig. 3: {label}, {len(jobs)} runs")
-        results = _run_batch(jobs, config, classes, log)
+        results = _run_batch(jobs, config, log)
         for key, name, seed, _ in jobs:
             records.append({"dataset": label, "n": len(y), "method": name, "seed": seed,
                             **results[key]})
     return records
 
 
-def run_selection(config, classes, datasets, log):
+def run_selection(config, datasets, log):
     """Fig. 3 under the model-selection protocol: ``SELECTION_METHODS`` on the small-size sets
     of ``datasets`` (``selection_seeds``) and the generated set at the target size
     (``selection_target_seeds``)."""
-    methods = [name for name in SELECTION_METHODS
-               if name in classes or name not in OURS]
     records = []
     for label, (X, y, X_test, y_test, seeds) in datasets.items():
         large = config["target_size"] and len(y) == config["target_size"]
@@ -554,12 +441,12 @@ def run_selection(config, classes, datasets, log):
         jobs = []
         for seed in seeds:
             y_semi = _split(y, config["n_labeled"], seed)
-            for name in methods:
+            for name in SELECTION_METHODS:
                 jobs.append(((label, name, seed), name, seed, (X, y_semi, y, X_test, y_test)))
         if not jobs:
             continue
         log(f"Fig. 3 with model selection: {label}, {len(jobs)} runs")
-        results = _run_batch(jobs, config, classes, log, function=_select_and_score,
+        results = _run_batch(jobs, config, log, function=_select_and_score,
                              time_limit=config["selection_time_limit"])
         for key, name, seed, _ in jobs:
             records.append({"dataset": label, "n": len(y), "method": name, "seed": seed,
@@ -567,35 +454,20 @@ def run_selection(config, classes, datasets, log):
     return records
 
 
-def _spread(values):
-    values = [float(v) for v in values if v is not None]
-    if not values:
-        return None
-    return {"median": float(np.median(values)), "min": float(np.min(values)),
-            "max": float(np.max(values)), "count": len(values)}
-
-
 def summarize_accuracy(records):
+    """Per (dataset, method): the count of each status and the spreads of the finished runs
+    (with the selection seconds and chosen settings of model-selection runs)."""
     rows = []
-    for dataset in dict.fromkeys(r["dataset"] for r in records):
-        group = [r for r in records if r["dataset"] == dataset]
-        for name in dict.fromkeys(r["method"] for r in group):
-            runs = [r for r in group if r["method"] == name]
-            finished = [r for r in runs if r["status"] in ("ok", "stopped_at_time_limit")]
-            statuses = {}
-            for r in runs:
-                statuses[r["status"]] = statuses.get(r["status"], 0) + 1
-            rows.append({"dataset": dataset, "method": name, "statuses": statuses,
-                         "test_accuracy": _spread([r.get("test_accuracy") for r in finished]),
-                         "fit_seconds": _spread([r.get("fit_seconds") for r in finished]),
-                         "predict_seconds": _spread([r.get("predict_seconds")
-                                                     for r in finished]),
-                         "peak_memory_bytes": _spread([r.get("peak_memory_bytes")
-                                                       for r in finished])})
-            if any("selection_seconds" in r for r in finished):
-                rows[-1]["selection_seconds"] = _spread(
-                    [r.get("selection_seconds") for r in finished])
-                rows[-1]["chosen"] = [_format_choice(r["best_params"]) for r in finished]
+    for row in harness.summarize(records, ("test_accuracy", "fit_seconds", "predict_seconds",
+                                           "peak_memory_bytes", "selection_seconds")):
+        finished = [r for r in records if r["dataset"] == row["dataset"] and r["method"]
+                    == row["method"] and r["status"] in ("ok", "stopped_at_time_limit")]
+        rows.append({key: row[key] for key in ("dataset", "method", "statuses", "test_accuracy",
+                                               "fit_seconds", "predict_seconds",
+                                               "peak_memory_bytes")})
+        if any("selection_seconds" in r for r in finished):
+            rows[-1]["selection_seconds"] = row["selection_seconds"]
+            rows[-1]["chosen"] = [_format_choice(r["best_params"]) for r in finished]
     return rows
 
 
@@ -633,11 +505,7 @@ def evaluate_targets(summary):
 # --------------------------------------------------------------------------------------
 # report
 # --------------------------------------------------------------------------------------
-def _format_spread(spread, scale=1.0, digits=3):
-    if spread is None:
-        return "-"
-    return (f"{spread['median'] * scale:.{digits}f} "
-            f"[{spread['min'] * scale:.{digits}f}, {spread['max'] * scale:.{digits}f}]")
+_format_spread = harness.format_spread
 
 
 def _targets_table(targets):
@@ -741,14 +609,12 @@ def markdown(report):
 
 
 def plot(report, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Fig. 2 (fit seconds against n, log-log) and one box plot of Fig. 3 per dataset."""
+    from .figures import pyplot, save
 
     summary_datasets = list(dict.fromkeys(r["dataset"] for r in report["accuracy"]))
     count = 1 + len(summary_datasets)
-    figure, axes = plt.subplots(1, count, figsize=(4.6 * count, 4.0), squeeze=False)
+    figure, axes = pyplot().subplots(1, count, figsize=(4.6 * count, 4.0), squeeze=False)
     axis = axes[0][0]
     for name in dict.fromkeys(r["method"] for r in report["scaling"]):
         points = [(r["n"], r["fit_seconds"]) for r in report["scaling"]
@@ -773,9 +639,7 @@ def plot(report, path):
         axis.set_title(f"Fig. 3: {dataset}", fontsize=8)
         axis.set_ylabel("test accuracy")
         axis.grid(alpha=0.3, axis="y")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save(figure, path, dpi=100)
 
 
 def benchmarks_section(text):
@@ -792,7 +656,8 @@ def benchmarks_section(text):
 
 def update_benchmarks_md(path, section):
     """Rewrite the ``## TSGS3VM family`` section of ``BENCHMARKS.md`` (between its markers)."""
-    replace_marked_block(path, "tsgs3vm-family", f"## TSGS3VM family\n\n{section.strip()}")
+    harness.replace_marked_block(path, "tsgs3vm-family",
+                                 f"## TSGS3VM family\n\n{section.strip()}")
 
 
 def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
@@ -821,44 +686,33 @@ def run(quick, out_dir, *, smoke=False, benchmarks_md=None, log=None):
         ``selection`` (Fig. 3 runs under model selection), ``selection_summary``,
         ``selection_targets``, ``machine``, ``seconds``.
     """
-    if smoke:
-        config, suffix = SMOKE, "_smoke"
-    else:
-        config, suffix = (QUICK, "_quick") if quick else (FULL, "")
+    config, suffix = harness.configuration(quick, smoke, FULL, QUICK, SMOKE)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     begin = time.perf_counter()
-    if log is None:
-        def log(message):
-            print(f"[{time.perf_counter() - begin:7.1f} s] {message}", flush=True)
-
-    classes, notes = _our_classes()
-    for note in notes:
-        log(f"note: {note}")
-    methods = [name for name in ("TSGS3VM", "FRS3VM", "BGS3VM", "CCCPTSVM", "SelfLabelingTSVM")
-               if name in classes]
-    methods += ["LabelSpreading", "SelfTraining(SVC)", "SVC (labeled only)", "SVC (all labels)"]
-    _warm_up(classes)
-    fixed = [FIXED_BUDGET] if "TSGS3VM" in classes else []
-    scaling_methods = methods[:1] + fixed + methods[1:]
-    scaling = run_scaling(config, scaling_methods, classes, log)
+    log = log or harness.elapsed_log()
+    methods = list(CLASSES) + ["LabelSpreading", "SelfTraining(SVC)", "SVC (labeled only)",
+                               "SVC (all labels)"]
+    _warm_up()
+    scaling = run_scaling(config, methods[:1] + [FIXED_BUDGET] + methods[1:], log)
     datasets = accuracy_datasets(config, log)
-    accuracy = run_accuracy(config, methods, classes, datasets, log)
+    accuracy = run_accuracy(config, methods, datasets, log)
     summary = summarize_accuracy(accuracy)
-    selection = run_selection(config, classes, datasets, log)
+    selection = run_selection(config, datasets, log)
     selection_summary = summarize_accuracy(selection)
-    report = {"config": dict(config), "notes": notes, "scaling": scaling,
+    report = {"config": config, "notes": [], "scaling": scaling,
               "growth_exponents": growth_exponents(scaling),
               "scaling_targets": scaling_targets(scaling, config["n_features"]),
               "accuracy": accuracy,
               "accuracy_summary": summary, "targets": evaluate_targets(summary),
               "selection": selection, "selection_summary": selection_summary,
               "selection_targets": evaluate_targets(selection_summary),
-              "machine": machine_description()}
+              "machine": harness.machine_description()}
     report["seconds"] = time.perf_counter() - begin
     text = markdown(report)
     (out / f"tsgs3vm_paper{suffix}.md").write_text(text + "\n")
-    (out / f"tsgs3vm_paper{suffix}.json").write_text(json.dumps(jsonable(report), indent=1))
+    (out / f"tsgs3vm_paper{suffix}.json").write_text(json.dumps(harness.jsonable(report),
+                                                                indent=1))
     plot(report, out / f"tsgs3vm_paper{suffix}.png")
     if not suffix and benchmarks_md is not None:
         update_benchmarks_md(benchmarks_md, benchmarks_section(text))
