@@ -1,13 +1,18 @@
 """Command line interface: ``stochsvm train|predict|evaluate|solvers|datasets|bench|reproduce|demo``.
 
 Every error prints one line ``error: ...`` to stderr and exits with status 1 (2 for usage
-errors such as a missing argument or an unknown option); no traceback is ever shown.
+errors such as a missing argument or an unknown option); no traceback is ever shown. Warnings
+raised while a command runs (a solver stopping at ``max_iter``, say) are printed once each, as
+``warning: Category: message`` lines on stderr, when the command succeeds.
 """
 
 import ast
+import contextlib
 import importlib
 import inspect
+import numbers
 import os
+import re
 import sys
 import time
 import warnings
@@ -24,16 +29,85 @@ class _Failure(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
-def _load_data(source, n_features=None):
-    """LIBSVM file path or dataset registry name -> (X, y)."""
-    from .datasets import load_libsvm
-    from .datasets.registry import DATASETS, load_dataset
+def _data_path(source):
+    """Path of a LIBSVM file, or of a registered dataset (downloaded once into the cache)."""
+    from .datasets.registry import DATASETS, fetch
     if os.path.exists(source):
-        return load_libsvm(source, n_features=n_features)
+        return source
     if source in DATASETS:
-        return load_dataset(source)
+        entry = DATASETS[source]
+        if entry.format != "libsvm":
+            raise _Failure(f"dataset {source!r} is in {entry.format!r} format, not LIBSVM")
+        return str(fetch(source))
     raise _Failure(f"{source}: no such file and not a registered dataset "
                    f"(see `stochsvm datasets list`)")
+
+
+def _load_sources(sources, n_features=None, zero_based="auto", max_features=None):
+    """Read LIBSVM files or registered datasets with one index base and one width.
+
+    Returns ``([(X, y), ...], zero_based)``; a source without samples is an error.
+    """
+    from .datasets.libsvm import MAX_FEATURES, load_libsvm_files
+    paths = [_data_path(source) for source in sources]
+    pairs, used_zero_based = load_libsvm_files(
+        paths, n_features=n_features, zero_based=zero_based,
+        max_features=MAX_FEATURES if max_features is None else max_features,
+        return_zero_based=True)
+    for source, (X, _) in zip(sources, pairs):
+        if X.shape[0] == 0:
+            raise _Failure(f"{source}: no samples (the file is empty or holds only comments)")
+    return pairs, used_zero_based
+
+
+def _load_data(source, n_features=None, zero_based="auto"):
+    """LIBSVM file path or dataset registry name -> (X, y)."""
+    [(X, y)], _ = _load_sources([source], n_features=n_features, zero_based=zero_based)
+    return X, y
+
+
+def _index_base(zero_based):
+    """``--zero-based/--one-based`` (None when neither is given) -> ``zero_based`` argument."""
+    return "auto" if zero_based is None else zero_based
+
+
+def _zero_based_option(function):
+    return click.option(
+        "--zero-based/--one-based", "zero_based", default=None,
+        help="Feature indices of the LIBSVM files count from 0 / from 1. Default: zero-based "
+             "when a file holds index 0, else one-based (LIBSVM's convention); give "
+             "--zero-based for zero-based files that may lack feature 0 (scikit-learn's "
+             "dump_svmlight_file writes zero-based files by default).")(function)
+
+
+def _warn(text):
+    click.echo(f"warning: {text}", err=True)
+
+
+@contextlib.contextmanager
+def _warnings_shown_once():
+    """Collect the warnings raised inside the block; when it succeeds, print each distinct
+    one once as a ``warning: Category: message`` line on stderr.
+
+    Messages that differ only in their numbers (one per epoch, per class...) count as one and
+    the line says how many more there were. Deprecation, import and resource warnings stay
+    hidden, as they are by Python's default filters.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                         ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        yield
+    groups = {}
+    for warning in caught:
+        text = " ".join(str(warning.message).split()) or warning.category.__name__
+        key = (warning.category.__name__, re.sub(r"\d+(?:[.,]\d+)*(?:e[-+]?\d+)?", "#", text))
+        groups.setdefault(key, []).append(text)
+    for (category, _), texts in groups.items():
+        others = len(set(texts)) - 1
+        more = f" (and {others} more like it)" if others else ""
+        _warn(f"{category}: {texts[0]}{more}")
 
 
 def _parse_params(items):
@@ -113,18 +187,30 @@ def main():
 
 @main.command()
 @click.argument("data")
-@click.option("--solver", default="SADMMClassifier", show_default=True, help="Registry name.")
+@click.option("--solver", default="SADMMClassifier", show_default=True,
+              help="Solver class name or alias, in any case (see `stochsvm solvers`).")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="Estimator parameter (repeatable), value parsed as a Python literal.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the model file here.")
-@click.option("--test", "test_data", help="Test data (file or dataset name): print accuracy.")
-@click.option("--semi-supervised", is_flag=True, help="Rows labeled UNLABELED_LABEL are unlabeled.")
-@click.option("--unlabeled-label", type=float, default=-1.0, show_default=True)
+@click.option("--test", "test_data",
+              help="Test data (file or dataset name), read with DATA's index base and width: "
+                   "print accuracy.")
+@click.option("--semi-supervised", is_flag=True,
+              help="Rows labeled UNLABELED_LABEL are unlabeled.")
+@click.option("--unlabeled-label", type=float, default=None,
+              help="Label of the unlabeled rows with --semi-supervised  [default: -1; labels "
+                   "-1, 0 and 1 together need it given, as either -1 or 0 may mark them]")
+@_zero_based_option
+@click.option("--max-features", type=click.IntRange(min=1), default=None,
+              help="Refuse data with more features than this (a stray huge index would "
+                   "otherwise ask for gigabytes of weights)  [default: 2**26 = 67108864]")
 @click.option("--progress/--no-progress", default=None,
-              help="A status line per epoch/iteration on stderr (default: when it is a "
+              help="A progress bar on stderr: iterations or epochs against the solver's cap, "
+                   "rate and time left, per one-vs-rest problem (default: when stderr is a "
                    "terminal).")
 @_guard
-def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label, progress):
+def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label, zero_based,
+          max_features, progress):
     """Fit SOLVER on DATA (a LIBSVM file or a registered dataset name)."""
     entry = registry.get_solver(solver)
     cls = entry.load()
@@ -133,72 +219,219 @@ def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label
         estimator = cls(**parameters)
     except TypeError as error:
         raise _Failure(f"bad parameter for {entry.name}: {error}") from None
-    X, y = _load_data(data)
-    if semi_supervised:
-        if entry.problem != "semi-supervised":
-            raise _Failure(f"{entry.name} is not a semi-supervised solver")
-        labeled = y != unlabeled_label
-        if unlabeled_label != -1 and np.any(y[labeled] == -1):
-            # scikit-learn marks unlabeled samples with -1: a class -1 would silently vanish
-            raise _Failure("class label -1 is the mark of unlabeled samples in semi-supervised "
-                           "training; relabel that class (for example to 0) or, if -1 marks "
-                           "the unlabeled rows, use --unlabeled-label -1")
-        y = np.where(labeled, y, -1)
-    elif entry.problem == "semi-supervised":
+    if semi_supervised and entry.problem != "semi-supervised":
+        raise _Failure(f"{entry.name} is not a semi-supervised solver")
+    if not semi_supervised and entry.problem == "semi-supervised":
         raise _Failure(f"{entry.name} needs --semi-supervised")
-    if progress is None:
-        progress = click.get_text_stream("stderr").isatty()
-    status = _ProgressLine(entry.name) if progress else None
-    if status is not None and "callback" in estimator.get_params() \
-            and estimator.get_params()["callback"] is None:
-        estimator.set_params(callback=status)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _warnings_shown_once():
+        sources = [data] + ([test_data] if test_data else [])
+        pairs, used_zero_based = _load_sources(sources, zero_based=_index_base(zero_based),
+                                               max_features=max_features)
+        X, y = pairs[0]
+        if semi_supervised:
+            y = _semi_supervised_labels(y, unlabeled_label, data)
+        if progress is None:
+            progress = click.get_text_stream("stderr").isatty()
+        bar = None
+        if progress and "callback" in estimator.get_params() \
+                and estimator.get_params()["callback"] is None:
+            bar = _ProgressBar(entry, estimator, y)
+            estimator.set_params(callback=bar)
+            bar.start()
         try:
             estimator.fit(X, y)
         except (ValueError, TypeError) as error:
             raise _Failure(f"{entry.name}: {str(error).splitlines()[0]}") from None
         finally:
-            if status is not None:
-                status.close()
-    if status is not None:
-        estimator.set_params(callback=None)  # the saved model holds no callable
-    click.echo(f"trained {entry.name} on {X.shape[0]} samples, {X.shape[1]} features")
-    if test_data:
-        X_test, y_test = _load_data(test_data, n_features=X.shape[1])
-        click.echo(f"test accuracy: {_accuracy(estimator, X_test, y_test):.4f}")
-    if out:
-        model_io.save(estimator, out)
-        click.echo(f"model written to {out}")
+            if bar is not None:
+                bar.close()
+                estimator.set_params(callback=None)  # the saved model holds no callable
+        base = 0 if used_zero_based else 1
+        click.echo(f"trained {entry.name} on {X.shape[0]} samples, {X.shape[1]} features "
+                   f"(indices counted from {base})")
+        if test_data:
+            X_test, y_test = pairs[1]
+            accuracy = _accuracy(estimator, X_test, y_test, test_data)
+            click.echo(f"test accuracy: {accuracy:.4f}")
+        if out:
+            model_io.save(estimator, out)
+            click.echo(f"model written to {out}")
 
 
-class _ProgressLine:
-    """Training callback that rewrites one status line on stderr per history record."""
+def _semi_supervised_labels(y, unlabeled_label, source):
+    """Labels with the unlabeled rows marked -1 (scikit-learn's convention)."""
+    present = set(np.unique(y).tolist())
+    if unlabeled_label is None:
+        if present == {-1.0, 0.0, 1.0}:
+            # scikit-learn marks unlabeled rows -1 (classes 0/1); SVMlight's transductive
+            # files mark them 0 (classes -1/+1): guessing would train on the wrong rows
+            raise _Failure(f"{source}: labels -1, 0 and 1 leave the unlabeled rows ambiguous: "
+                           f"-1 marks them in scikit-learn's convention (classes 0 and 1), 0 "
+                           f"in SVMlight's transductive files (classes -1 and +1); say which "
+                           f"with --unlabeled-label -1 or --unlabeled-label 0")
+        unlabeled_label = -1.0
+    labeled = y != unlabeled_label
+    if unlabeled_label != -1 and np.any(y[labeled] == -1):
+        # scikit-learn marks unlabeled samples with -1: a class -1 would silently vanish
+        raise _Failure(f"class label -1 is the mark of unlabeled samples in semi-supervised "
+                       f"training, so it cannot also be a class; relabel that class (to a "
+                       f"value other than -1 and {_format_label(unlabeled_label)}) or, if -1 "
+                       f"marks the unlabeled rows, use --unlabeled-label -1")
+    if labeled.all():
+        _warn(f"{source}: no row has the unlabeled label {_format_label(unlabeled_label)}, so "
+              f"every row is used as labeled (see --unlabeled-label)")
+    return np.where(labeled, y, -1)
 
-    def __init__(self, name):
-        self.name, self.count = name, 0
+
+def _iteration_total(estimator, y):
+    """Iteration cap of one binary problem of ``estimator`` fitted on ``y``, or None.
+
+    The linear solvers, SCS, Wolfe, kernel Pegasos and the transductive SVMs stop at
+    ``max_iter`` (epochs for the linear solvers and kernel Pegasos); TSGS3VM and FRS3VM run
+    ``max_iter`` iterations or, when it is None, ``n_passes`` passes of unlabeled batches
+    (at least 64 iterations); BGS3VM runs ``n_passes`` passes of ``batch_size`` draws.
+    """
+    parameters = estimator.get_params()
+    name = type(estimator).__name__
+    try:
+        n_unlabeled = int(np.sum(y == -1))
+        n_labeled = int(y.shape[0]) - n_unlabeled
+        if name in ("TSGS3VM", "FRS3VM") and parameters.get("max_iter") is None:
+            from .semi.tsgs3vm import ITERATIONS_PER_PASS, MINIMUM_ITERATIONS
+            batch = int(parameters["batch_size"])
+            if n_unlabeled:
+                unlabeled_batch = parameters.get("unlabeled_batch_size")
+                if unlabeled_batch is None:
+                    unlabeled_batch = max(batch, -(-n_unlabeled // ITERATIONS_PER_PASS))
+                unlabeled_batch = min(int(unlabeled_batch), n_unlabeled)
+                total = np.ceil(float(parameters["n_passes"]) * n_unlabeled / unlabeled_batch)
+            else:
+                total = np.ceil(float(parameters["n_passes"]) * n_labeled
+                                / min(batch, n_labeled))
+            return max(int(total), MINIMUM_ITERATIONS)
+        if name == "BGS3VM":
+            batch = int(parameters["batch_size"])
+            if n_unlabeled and parameters.get("C_star", None) != 0:
+                per_pass = -(-n_unlabeled // min(batch, n_unlabeled))
+            else:
+                per_pass = -(-n_labeled // min(batch, n_labeled))
+            return int(parameters["n_passes"]) * per_pass
+    except (ImportError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+    cap = parameters.get("max_iter")
+    if isinstance(cap, numbers.Integral) and not isinstance(cap, bool) and cap > 0:
+        return int(cap)
+    return None
+
+
+class _ProgressBar:
+    """Training callback drawing a progress bar (tqdm) on stderr.
+
+    The bar counts the ``"iteration"`` of the records against the solver's iteration cap,
+    with rate and time left, redrawn at most every 0.2 s. A one-vs-rest fit restarts it for
+    each binary problem (the records' ``"problem"`` key; without it, an iteration count that
+    does not increase marks a new problem) and names the problem's class.
+    """
+
+    def __init__(self, entry, estimator, y):
+        self.name = entry.name
+        self.total = _iteration_total(estimator, y)
+        self.unit = "epoch" if entry.problem == "linear" \
+            or type(estimator).__name__ == "KernelPegasosSVC" else "it"
+        classes = np.unique(y[y != -1]) if entry.problem == "semi-supervised" else np.unique(y)
+        self.classes = classes if classes.shape[0] > 2 else None
+        self.bar = None
+        self.problem = None
+        self.last_iteration = None
+
+    def _description(self, problem):
+        if self.classes is None:
+            return self.name
+        count = self.classes.shape[0]
+        label = _format_label(self.classes[problem]) if 0 <= problem < count else "?"
+        return f"{self.name} class {label} ({problem + 1}/{count})"
+
+    def start(self, problem=0):
+        """Draw the bar of ``problem`` (its clock starts now)."""
+        if self.bar is None:
+            from tqdm import tqdm
+            try:
+                size = os.get_terminal_size(sys.stderr.fileno())
+                sized = size.columns > 0 and size.lines > 1
+            except (AttributeError, OSError, ValueError):
+                sized = False
+            # follow the terminal's size; a file, or a pseudo-terminal that reports no size
+            # (where tqdm would hide the bar as off screen), gets a fixed 100 x 20
+            self.bar = tqdm(total=self.total, desc=self._description(problem), unit=self.unit,
+                            file=sys.stderr, mininterval=0.2, leave=True, dynamic_ncols=sized,
+                            ncols=None if sized else 100, nrows=None if sized else 20)
+        else:
+            self.bar.set_postfix_str("", refresh=False)
+            self.bar.set_description_str(self._description(problem), refresh=False)
+            self.bar.reset(total=self.total)
+        self.problem = problem
+        self.last_iteration = None
 
     def __call__(self, record):
-        self.count += 1
-        parts = [f"{self.name}: record {self.count}"]
-        for key in ("iteration", "samples_seen", "objective", "running_objective", "seconds"):
-            value = record.get(key) if isinstance(record, dict) else None
-            if isinstance(value, (int, float, np.integer, np.floating)):
-                parts.append(f"{key} {value:.4g}" if isinstance(value, (float, np.floating))
-                             else f"{key} {value}")
-        click.echo("\r" + ", ".join(parts) + "   ", err=True, nl=False)
+        if not isinstance(record, dict):
+            return None
+        iteration = record.get("iteration")
+        if not isinstance(iteration, numbers.Integral) or isinstance(iteration, bool):
+            iteration = None
+        problem = record.get("problem")
+        if not isinstance(problem, numbers.Integral):
+            problem = 0 if self.problem is None else self.problem
+            if iteration is not None and self.last_iteration is not None \
+                    and iteration <= self.last_iteration:
+                problem += 1
+        if self.bar is None or problem != self.problem:
+            self.start(int(problem))
+        advance = 1 if iteration is None else max(int(iteration) - self.bar.n, 0)
+        if self.bar.total is not None and self.bar.n + advance > self.bar.total:
+            self.bar.total = self.bar.n + advance  # more iterations than the cap announced
+        for key in ("objective", "running_objective", "labeled_loss"):
+            value = record.get(key)
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                self.bar.set_postfix_str(f"{key.replace('_', ' ')} {float(value):.4g}",
+                                         refresh=False)
+                break
+        self.bar.update(advance)
+        self.last_iteration = iteration
         return None
 
     def close(self):
-        if self.count:
-            click.echo("", err=True)
+        if self.bar is not None:
+            self.bar.close()
 
 
-def _accuracy(estimator, X, y):
-    """Accuracy on the rows of ``y``; semi-supervised solvers ignore unlabeled (-1) rows."""
+def _format_label(value):
+    """A label as text, exactly: integral floats as integers (``-1``, ``1000001``)."""
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+def _accuracy(estimator, X, y, source="the test data"):
+    """Accuracy on the rows of ``y``; semi-supervised solvers ignore unlabeled (-1) rows.
+
+    A label the model has no class for (labels written 0/1 in one file and -1/+1 in the
+    other, say) is an error, not a silently wrong accuracy.
+    """
     keep = np.ones(y.shape[0], dtype=bool)
     if registry.SOLVERS[registry.name_of(estimator)].problem == "semi-supervised":
         keep = y != -1
+    classes = np.asarray(estimator.classes_)
+    unknown = np.setdiff1d(np.unique(y[keep]), classes)
+    if unknown.size:
+        def listing(values):
+            shown = ", ".join(_format_label(value) for value in values[:6])
+            return shown + (", ..." if len(values) > 6 else "")
+        raise _Failure(f"{source}: labels {listing(unknown)} are not classes of the model "
+                       f"({listing(classes)}); were the labels written differently (for "
+                       f"example 0/1 against -1/+1)? Relabel the data to the model's classes")
+    if not keep.any():
+        raise _Failure(f"{source}: no labeled row to score")
     return float(np.mean(estimator.predict(X[keep]) == y[keep]))
 
 
@@ -217,43 +450,58 @@ def _features_of(model):
 @main.command()
 @click.argument("model")
 @click.argument("data")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write one prediction per line.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the output to this file.")
+@click.option("--decision-values", is_flag=True,
+              help="Write decision values instead of labels: one column for a binary model "
+                   "(positive for the larger of its two classes), one column per class "
+                   "otherwise, classes in increasing order.")
+@_zero_based_option
 @_guard
-def predict(model, data, out):
-    """Predict DATA with a saved MODEL."""
+def predict(model, data, out, decision_values, zero_based):
+    """Predict DATA with a saved MODEL: one label per line, or with --decision-values one line
+    of decision values per sample."""
     estimator = _load_model(model)
-    X, _ = _load_data(data, n_features=_features_of(estimator))
-    predictions = estimator.predict(X)
-    text = "\n".join(f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
-                     for value in predictions) + "\n"
-    if out:
-        with open(out, "w") as handle:
-            handle.write(text)
-    else:
-        click.echo(text, nl=False)
+    with _warnings_shown_once():
+        X, _ = _load_data(data, n_features=_features_of(estimator),
+                          zero_based=_index_base(zero_based))
+        if decision_values:
+            values = np.asarray(estimator.decision_function(X), dtype=np.float64)
+            rows = values.reshape(values.shape[0], -1).tolist()
+            text = "".join(" ".join(repr(value) for value in row) + "\n" for row in rows)
+        else:
+            text = "".join(_format_label(value) + "\n" for value in estimator.predict(X))
+        if out:
+            with open(out, "w") as handle:
+                handle.write(text)
+        else:
+            click.echo(text, nl=False)
 
 
 @main.command()
 @click.argument("model")
 @click.argument("data")
+@_zero_based_option
 @_guard
-def evaluate(model, data):
+def evaluate(model, data, zero_based):
     """Print the accuracy of a saved MODEL on labeled DATA."""
     estimator = _load_model(model)
-    X, y = _load_data(data, n_features=_features_of(estimator))
-    click.echo(f"accuracy: {_accuracy(estimator, X, y):.4f}  ({X.shape[0]} samples)")
+    with _warnings_shown_once():
+        X, y = _load_data(data, n_features=_features_of(estimator),
+                          zero_based=_index_base(zero_based))
+        accuracy = _accuracy(estimator, X, y, data)
+    click.echo(f"accuracy: {accuracy:.4f}  ({X.shape[0]} samples)")
 
 
 @main.command()
 def solvers():
-    """Table of registered solvers."""
-    rows = [("name", "problem", "losses", "penalties", "paper")]
-    rows += [(entry.name, entry.problem, ", ".join(entry.losses), ", ".join(entry.penalties),
-              entry.paper) for entry in registry.SOLVERS.values()]
-    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    """Table of registered solvers; --solver takes the name or an alias, in any case."""
+    rows = [("name", "aliases", "problem", "losses", "penalties", "paper")]
+    rows += [(entry.name, ", ".join(entry.aliases), entry.problem, ", ".join(entry.losses),
+              ", ".join(entry.penalties), entry.paper) for entry in registry.SOLVERS.values()]
+    widths = [max(len(row[column]) for row in rows) for column in range(5)]
     for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths)]
-        click.echo("  ".join(cells + [row[4]]))
+        cells = [cell.ljust(width) for cell, width in zip(row[:5], widths)]
+        click.echo("  ".join(cells + [row[5]]))
 
 
 @main.group()
