@@ -1,5 +1,9 @@
 """stochsvm: stochastic solvers for large-scale linear, kernel and semi-supervised SVMs."""
 
+from . import datasets
+from ._core.random_features import RandomFourierFeatures
+from .io import load, save
+from .kernel import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
 from .linear import (
     ComidClassifier,
     MiniBatchSGDClassifier,
@@ -13,10 +17,6 @@ from .linear import (
     StratifiedSGDClassifier,
     select_step_size,
 )
-from . import datasets
-from .io import load, save
-from ._core.random_features import RandomFourierFeatures
-from .kernel import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
 from .semi import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, LabeledKFold, SelfLabelingTSVM
 
 __version__ = "0.1.0"

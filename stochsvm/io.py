@@ -3,35 +3,31 @@
 A model file is a zip archive with three members:
 
 * ``arrays.npz`` -- every NumPy array of the model (read back with ``allow_pickle=False``);
-* ``meta.json`` -- format version, library version, the solver's registry name,
-  ``get_params()`` and the fitted state, in which each array is a reference ``{"__array__": key}``
-  (a bare ``object()`` identity token is stored by identity and recreated fresh on load);
+* ``meta.json`` -- format version, library version and the saved object: its class name,
+  ``get_params()`` and its **declared fitted state**, in which each array is a reference
+  ``{"__array__": key}``;
 * ``checksum`` -- the sha256 of ``meta.json`` bytes followed by ``arrays.npz`` bytes.
 
-Rules: the estimator class is resolved only through :mod:`stochsvm.registry`, never from an
-import path in the file. The whole instance state (``vars(model)``: parameters, fitted
-attributes, private caches) is saved, nested to any depth. Values kept are
+What is saved is what the class declares (``fitted_fields()``, see
+:mod:`stochsvm._core.state`), not the instance dictionary: renaming a private attribute that is
+not declared changes no file, and a file can only set declared attributes. On load every field
+is checked before it reaches the estimator -- presence, type, dtype (numbers and strings only,
+never objects), shape against ``n_features_in_``, ``classes_`` and the other fields, finite
+values, the full format of sparse matrices -- and a field that fails is refused with a
+``ValueError`` naming it. The parameters go through the estimator's own parameter validation.
+Classes are resolved by name only, never from an import path in the file: the solvers of
+:mod:`stochsvm.registry`, :class:`~stochsvm.RandomFourierFeatures`, and a
+:class:`sklearn.pipeline.Pipeline` of those and of scikit-learn's ``StandardScaler``,
+``MinMaxScaler``, ``MaxAbsScaler``, ``Normalizer`` and ``RBFSampler``.
 
-* NumPy arrays of any non-object dtype (``{"__array__": key}``);
-* SciPy sparse CSR/CSC/COO matrices and arrays (``{"__sparse__": class name, ...}``, their
-  component arrays in ``arrays.npz``; the class comes back as it was);
-* JSON scalars (``None``, bool, int, str) and floats (``{"__float__": repr}``, exact, inf/nan);
-* NumPy scalars (``{"__numpy__": dtype, "value": ...}``), dtypes and scalar types such as
-  ``np.float32`` (``{"__dtype__": ...}``, ``{"__dtype_type__": ...}``);
-* lists, tuples (``{"__tuple__": [...]}``), sets, and dicts -- string keys as
-  ``{"__dict__": {...}}``, other keys (ints, tuples, NumPy scalars...) as
-  ``{"__items__": [[key, value], ...]}`` -- of any of these, so lists of per-class arrays or
-  dicts of arrays nest freely;
-* a bare ``object()`` identity token (stored by identity, recreated fresh and shared on load);
-* the library's own loss and penalty objects (``stochsvm._core.losses.MARGIN_LOSSES``,
-  ``UNLABELED_LOSSES``, ``stochsvm._core.penalties.PENALTIES`` entries), stored by table and
-  name (``{"__library__": table, "name": ...}``) and looked up in those tables on load -- the
-  file never names code to run.
+Values are encoded as JSON scalars, ``{"__float__": repr}`` (exact, also inf/nan), NumPy
+scalars and dtypes, tuples, lists, dicts, CSR matrices (their component arrays in
+``arrays.npz``) and the library's loss and penalty objects by table and name. A ``callback``
+parameter is dropped (set to ``None``); a ``random_state`` that is a ``RandomState`` or
+``Generator`` is refused (use an int seed).
 
-A ``callback`` parameter (a function) is dropped (set to ``None``); a ``random_state`` that is a
-``RandomState``/``Generator`` is refused (use an int seed); any other value type raises
-``TypeError`` naming where it sits. Unknown format versions, checksum mismatches, truncated
-files, pickled (object) array payloads and unknown tags raise ``ValueError``.
+Format 2 is written; format-1 files (which held the whole instance dictionary) still load:
+their values are restricted to the declared fields and checked the same way.
 """
 
 import hashlib
@@ -43,14 +39,93 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import registry
+from ._core.state import ArrayField, CountField, IntField, check_fitted_state
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _DROPPED_PARAMETERS = ("callback",)
 # sparse classes a file may name, and the component arrays of each layout
 _SPARSE_CLASSES = {cls.__name__: cls for cls in (
     sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array, sp.csc_array, sp.coo_array)}
 
 
+# ---------------------------------------------------------------------------------------
+# classes a file may name
+# ---------------------------------------------------------------------------------------
+def _scikit_learn_classes():
+    """``{file name: (class, fitted fields)}`` of the scikit-learn steps a pipeline may hold."""
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.preprocessing import (
+        MaxAbsScaler,
+        MinMaxScaler,
+        Normalizer,
+        StandardScaler,
+    )
+
+    names = ArrayField("str", ("n_features",), optional=True)
+    per_feature = ArrayField("float", ("n_features",), optional=True)
+    common = {"n_features_in_": IntField(minimum=1), "feature_names_in_": names}
+    return {
+        "sklearn.preprocessing.StandardScaler": (StandardScaler, {
+            **common, "mean_": per_feature, "var_": per_feature,
+            "scale_": ArrayField("float", ("n_features",), optional=True, minimum=0.0),
+            "n_samples_seen_": CountField()}),
+        "sklearn.preprocessing.MinMaxScaler": (MinMaxScaler, {
+            **common, "min_": per_feature, "scale_": per_feature, "data_min_": per_feature,
+            "data_max_": per_feature, "data_range_": per_feature,
+            "n_samples_seen_": CountField()}),
+        "sklearn.preprocessing.MaxAbsScaler": (MaxAbsScaler, {
+            **common, "scale_": per_feature, "max_abs_": per_feature,
+            "n_samples_seen_": CountField()}),
+        "sklearn.preprocessing.Normalizer": (Normalizer, dict(common)),
+        "sklearn.kernel_approximation.RBFSampler": (RBFSampler, {
+            **common,
+            "random_weights_": ArrayField("float", ("n_features", "n_components")),
+            "random_offset_": ArrayField("float", ("n_components",)),
+            "_n_features_out": IntField(minimum=1, symbol="n_components")}),
+    }
+
+
+_PIPELINE = "sklearn.pipeline.Pipeline"
+
+
+def _class_for_name(name):
+    """``(class, fitted fields)`` for a class name found in a file; ``ValueError`` otherwise."""
+    if name == "RandomFourierFeatures":
+        from ._core.random_features import RandomFourierFeatures
+
+        return RandomFourierFeatures, RandomFourierFeatures.fitted_fields()
+    external = _scikit_learn_classes()
+    if name in external:
+        return external[name]
+    try:
+        cls = registry.solver_class(name)
+    except KeyError as error:
+        raise ValueError(str(error.args[0])) from None
+    return cls, cls.fitted_fields()
+
+
+def _name_of(model):
+    """The name a file records for ``model``'s class; ``TypeError`` for other classes."""
+    from ._core.random_features import RandomFourierFeatures
+
+    if type(model) is RandomFourierFeatures:
+        return "RandomFourierFeatures"
+    for name, (cls, _) in _scikit_learn_classes().items():
+        if type(model) is cls:
+            return name
+    try:
+        return registry.name_of(model)
+    except KeyError as error:
+        raise TypeError(
+            f"{error.args[0]}; model files hold the package's estimators, "
+            "RandomFourierFeatures, and Pipelines of those with scikit-learn's "
+            "StandardScaler, MinMaxScaler, MaxAbsScaler, Normalizer and RBFSampler") from None
+
+
+# ---------------------------------------------------------------------------------------
+# value encoding
+# ---------------------------------------------------------------------------------------
 def _library_tables():
     """The library's named constant objects a model may hold: ``{table: {name: object}}``."""
     from ._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES
@@ -85,7 +160,7 @@ class _Encoder:
         self.sentinels = {}
 
     def _array(self, value, where):
-        if value.dtype == object:
+        if value.dtype.hasobject:
             raise TypeError(f"{where}: object arrays cannot be saved")
         key = f"a{len(self.arrays)}"
         self.arrays[key] = value
@@ -137,8 +212,7 @@ class _Encoder:
                                    self.encode(item, f"{where}[{key!r}]")]
                                   for key, item in value.items()]}
         if type(value) is object:
-            # A bare ``object()`` is an identity token (a cache key): it is stored by
-            # identity and becomes a fresh ``object()`` on load, shared where it was shared.
+            # A bare ``object()`` is an identity token (format 1 stored them).
             return {"__sentinel__": self.sentinels.setdefault(id(value), len(self.sentinels))}
         library = _library_name(value)
         if library is not None:
@@ -146,6 +220,15 @@ class _Encoder:
         if isinstance(value, (np.random.RandomState, np.random.Generator)):
             raise TypeError(f"{where}: random generators cannot be saved; use an int seed")
         raise TypeError(f"{where}: a value of type {type(value).__name__} cannot be saved")
+
+
+def _array_of(reference, arrays):
+    if not isinstance(reference, dict) or "__array__" not in reference:
+        raise ValueError("malformed model file: a sparse component is not an array reference")
+    key = reference["__array__"]
+    if not isinstance(key, str) or key not in arrays:
+        raise ValueError(f"malformed model file: missing array {key!r}")
+    return arrays[key]
 
 
 def _decode(value, arrays, sentinels=None):
@@ -156,13 +239,14 @@ def _decode(value, arrays, sentinels=None):
         if "__sentinel__" in value:
             return sentinels.setdefault(value["__sentinel__"], object())
         if "__array__" in value:
-            return arrays[value["__array__"]]
+            return _array_of(value, arrays)
         if "__float__" in value:
             return float(value["__float__"])
         if "__tuple__" in value:
             return tuple(_decode(item, arrays, sentinels) for item in value["__tuple__"])
         if "__dict__" in value:
-            return {key: _decode(item, arrays, sentinels) for key, item in value["__dict__"].items()}
+            return {key: _decode(item, arrays, sentinels)
+                    for key, item in value["__dict__"].items()}
         if "__items__" in value:
             return {_hashable(_decode(key, arrays, sentinels)): _decode(item, arrays, sentinels)
                     for key, item in value["__items__"]}
@@ -187,13 +271,19 @@ def _decode(value, arrays, sentinels=None):
                 raise ValueError(f"malformed model file: unknown sparse class "
                                  f"{value['__sparse__']!r}")
             shape = tuple(int(size) for size in value["shape"])
+            if len(shape) != 2 or min(shape) < 0:
+                raise ValueError(f"malformed model file: sparse shape {shape}")
             if "row" in value:
-                return cls((arrays[value["data"]["__array__"]],
-                            (arrays[value["row"]["__array__"]],
-                             arrays[value["col"]["__array__"]])), shape=shape)
-            return cls((arrays[value["data"]["__array__"]],
-                        arrays[value["indices"]["__array__"]],
-                        arrays[value["indptr"]["__array__"]]), shape=shape)
+                matrix = cls((_array_of(value["data"], arrays),
+                              (_array_of(value["row"], arrays), _array_of(value["col"], arrays))),
+                             shape=shape)
+            else:
+                matrix = cls((_array_of(value["data"], arrays),
+                              _array_of(value["indices"], arrays),
+                              _array_of(value["indptr"], arrays)), shape=shape)
+            # indices out of range would make later products read outside the arrays
+            matrix.check_format(full_check=True) if matrix.format in ("csr", "csc") else None
+            return matrix
         raise ValueError(f"malformed model file: unexpected object {sorted(value)}")
     return value
 
@@ -216,34 +306,158 @@ def _safe_dtype(text):
     return dtype
 
 
-def save(model, path):
-    """Save a (fitted or unfitted) registered estimator to ``path``.
+# ---------------------------------------------------------------------------------------
+# objects
+# ---------------------------------------------------------------------------------------
+def _is_pipeline(model):
+    from sklearn.pipeline import Pipeline
 
-    Parameters
-    ----------
-    model : estimator
-        An instance of a class in :data:`stochsvm.registry.SOLVERS`.
-    path : str or path-like
-        Destination file (conventionally ``*.stochsvm``).
-    """
-    try:
-        name = registry.name_of(model)
-    except KeyError as error:
-        raise TypeError(str(error.args[0])) from None
-    encoder = _Encoder()
+    return type(model) is Pipeline
+
+
+def _declared_state(model, fields):
+    """The declared fitted attributes ``model`` has (empty for an unfitted model)."""
+    state = {}
+    for name in fields:
+        if name in vars(model) or hasattr(type(model), name):
+            try:
+                state[name] = getattr(model, name)
+            except AttributeError:
+                continue
+    return state
+
+
+def _describe(model, encoder, where):
+    """The JSON description of one object (recursively for a pipeline)."""
+    if _is_pipeline(model):
+        parameters = model.get_params(deep=False)
+        if parameters.get("memory") is not None:
+            raise TypeError(f"{where}: a Pipeline with memory={parameters['memory']!r} cannot "
+                            "be saved; use memory=None")
+        if parameters.get("transform_input") is not None:
+            raise TypeError(f"{where}: a Pipeline with transform_input cannot be saved")
+        steps = []
+        for index, (name, step) in enumerate(model.steps):
+            if step is None or step == "passthrough":
+                steps.append([name, None])
+            else:
+                steps.append([name, _describe(step, encoder, f"{where}.steps[{index}]")])
+        return {"class": _PIPELINE, "steps": steps,
+                "verbose": bool(parameters.get("verbose", False))}
+    name = _name_of(model)
+    _, fields = _class_for_name(name)
     parameters = dict(model.get_params(deep=False))
     for dropped in _DROPPED_PARAMETERS:
         if dropped in parameters:
             parameters[dropped] = None
+    state = _declared_state(model, fields)
+    if state:
+        # a bug that would make the file unloadable shows here, not when it is read back
+        check_fitted_state(fields, state, type(model).__name__)
+    return {"class": name, "params": encoder.encode(parameters, f"{where}.params"),
+            "state": encoder.encode(state, f"{where}.state")}
+
+
+def _build(description, arrays, where):
+    """An object from its description, every field checked."""
+    if not isinstance(description, dict) or not isinstance(description.get("class"), str):
+        raise ValueError(f"{where}: malformed object description")
+    if description["class"] == _PIPELINE:
+        from sklearn.pipeline import Pipeline
+
+        steps = description.get("steps")
+        if not isinstance(steps, list) or not steps:
+            raise ValueError(f"{where}: a pipeline needs a list of steps")
+        built = []
+        for index, step in enumerate(steps):
+            if not isinstance(step, list) or len(step) != 2 or not isinstance(step[0], str):
+                raise ValueError(f"{where}.steps[{index}]: malformed step")
+            built.append((step[0], "passthrough" if step[1] is None
+                          else _build(step[1], arrays, f"{where}.steps[{index}]")))
+        return Pipeline(built, verbose=bool(description.get("verbose", False)))
+    cls, fields = _class_for_name(description["class"])
+    parameters = _decode(description.get("params", {"__dict__": {}}), arrays)
+    if not isinstance(parameters, dict):
+        raise ValueError(f"{where}: malformed parameters")
+    unknown = sorted(set(parameters) - set(cls().get_params(deep=False)))
+    if unknown:
+        raise ValueError(f"{where}: unknown parameter(s) {unknown} for {cls.__name__}")
+    model = cls(**parameters)
+    if hasattr(model, "_validate_params") and hasattr(model, "_parameter_constraints"):
+        model._validate_params()
+    state = _decode(description.get("state", {"__dict__": {}}), arrays)
+    return _restore(model, fields, state, where)
+
+
+def _restore(model, fields, state, where):
+    if not isinstance(state, dict):
+        raise ValueError(f"{where}: malformed fitted state")
+    if state:
+        state = check_fitted_state(fields, state, type(model).__name__)
+    for name, value in state.items():
+        setattr(model, name, value)
+    if state and hasattr(model, "_check_loaded_state"):
+        model._check_loaded_state()
+    return model
+
+
+def _format1_object(meta, arrays):
+    """A model from a format-1 file: the instance dictionary, restricted to the declared
+    fields (attributes a fit no longer keeps are dropped) and checked like format 2."""
+    cls, fields = _class_for_name(meta.get("solver"))
+    sentinels = {}
+    parameters = _decode(meta["params"], arrays, sentinels)
+    saved = _decode(meta["state"], arrays, sentinels)
+    if not isinstance(parameters, dict) or not isinstance(saved, dict):
+        raise ValueError("malformed model file")
+    model = cls(**{key: value for key, value in parameters.items()
+                   if key in cls().get_params(deep=False)})
+    if hasattr(model, "_validate_params") and hasattr(model, "_parameter_constraints"):
+        model._validate_params()
+    state = {name: saved[name] for name in fields if name in saved}
+    if "_degree" in state and isinstance(state["_degree"], float) \
+            and float(state["_degree"]).is_integer():
+        state["_degree"] = int(state["_degree"])  # format 1 kept the kernel degree as a float
+    if isinstance(state.get("history_"), list) and state["history_"] \
+            and isinstance(state["history_"][0], list):
+        # format 1 kept one list of records per one-vs-rest problem in the linear family
+        state["history_"] = [dict(record, problem=index)
+                             for index, records in enumerate(state["history_"])
+                             for record in records]
+    for name, value in list(state.items()):
+        if name == "_states" and isinstance(value, list):
+            for solver_state in value:
+                if isinstance(solver_state, dict) and isinstance(solver_state.get("problem"),
+                                                                 tuple):
+                    solver_state["problem"] = None  # a cache of the fit, not of the model
+    return _restore(model, fields, state, "model")
+
+
+def save(model, path):
+    """Save a (fitted or unfitted) estimator to ``path``.
+
+    Parameters
+    ----------
+    model : estimator
+        An instance of a class in :data:`stochsvm.registry.SOLVERS`, a
+        :class:`~stochsvm.RandomFourierFeatures`, or a :class:`sklearn.pipeline.Pipeline` of
+        those and of scikit-learn's ``StandardScaler``, ``MinMaxScaler``, ``MaxAbsScaler``,
+        ``Normalizer`` and ``RBFSampler``.
+    path : str or path-like
+        Destination file (conventionally ``*.stochsvm``).
+
+    Raises
+    ------
+    TypeError
+        For an object of another class, or a value that cannot be stored (a random generator
+        as ``random_state``).
+    """
+    encoder = _Encoder()
     meta = {
         "format": "stochsvm-model",
         "format_version": FORMAT_VERSION,
         "library_version": _library_version(),
-        "solver": name,
-        "params": encoder.encode(parameters, "params"),
-        "state": encoder.encode(
-            {key: value for key, value in vars(model).items() if key not in parameters},
-            "state"),
+        "object": _describe(model, encoder, "model"),
     }
     meta_bytes = json.dumps(meta, sort_keys=True).encode("utf-8")
     buffer = _io.BytesIO()
@@ -256,54 +470,53 @@ def save(model, path):
         archive.writestr("checksum", checksum)
 
 
-def load(path):
-    """Load a model written by :func:`save`.
-
-    Raises
-    ------
-    ValueError
-        Not a model file, truncated or tampered (checksum mismatch), unknown format version
-        or unknown solver.
-    """
+def _read(path):
+    """``(meta, arrays)`` of a model file, after the container checks."""
     try:
         with zipfile.ZipFile(path, "r") as archive:
             meta_bytes = archive.read("meta.json")
             array_bytes = archive.read("arrays.npz")
             checksum = archive.read("checksum").decode("ascii").strip()
-    except (zipfile.BadZipFile, KeyError, EOFError, UnicodeDecodeError) as error:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, UnicodeDecodeError,
+            NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{path}: not a stochsvm model file, or truncated ({error})") from None
-    except zipfile.LargeZipFile as error:  # pragma: no cover
-        raise ValueError(f"{path}: {error}") from None
     if hashlib.sha256(meta_bytes + array_bytes).hexdigest() != checksum:
         raise ValueError(f"{path}: checksum mismatch, the model file is corrupted or was altered")
     try:
         meta = json.loads(meta_bytes.decode("utf-8"))
-    except ValueError:
+    except (ValueError, UnicodeDecodeError):
         raise ValueError(f"{path}: malformed model metadata") from None
     if not isinstance(meta, dict) or meta.get("format") != "stochsvm-model":
         raise ValueError(f"{path}: not a stochsvm model file")
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in READABLE_VERSIONS:
         raise ValueError(f"{path}: unsupported model format version "
-                         f"{meta.get('format_version')!r} (this library reads {FORMAT_VERSION})")
-    try:
-        cls = registry.solver_class(meta["solver"])
-    except KeyError as error:
-        raise ValueError(f"{path}: {error.args[0]}") from None
+                         f"{meta.get('format_version')!r} (this library reads "
+                         f"{', '.join(map(str, READABLE_VERSIONS))})")
     try:
         with np.load(_io.BytesIO(array_bytes), allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
-    except (ValueError, zipfile.BadZipFile, EOFError, OSError) as error:
+    except (ValueError, zipfile.BadZipFile, EOFError, OSError, KeyError) as error:
         raise ValueError(f"{path}: refused array payload ({error})") from None
-    sentinels = {}
+    return meta, arrays
+
+
+def load(path):
+    """Load a model written by :func:`save` (format 2, or format 1 of release 0.1).
+
+    Raises
+    ------
+    ValueError
+        Not a model file, truncated or tampered (checksum mismatch), unknown format version
+        or class, or a field that fails its check (the message names the field).
+    """
+    meta, arrays = _read(path)
     try:
-        parameters = _decode(meta["params"], arrays, sentinels)
-        state = _decode(meta["state"], arrays, sentinels)
-        model = cls(**parameters)
+        if meta["format_version"] == 1:
+            return _format1_object(meta, arrays)
+        return _build(meta.get("object"), arrays, "model")
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
-    except (KeyError, TypeError, AttributeError, IndexError) as error:
+    except (KeyError, TypeError, AttributeError, IndexError, OverflowError,
+            RecursionError) as error:
         raise ValueError(f"{path}: malformed model file ({type(error).__name__}: {error})") \
             from None
-    for key, value in state.items():
-        setattr(model, key, value)
-    return model

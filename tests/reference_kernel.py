@@ -34,7 +34,9 @@ def line_values_twin(t, margins, step_margins, costs, d_Q_a, d_Q_d):
 def line_search_twin(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_start, t_low,
                      t_high, m1, m2, max_halvings):
     """Alg. 2 as printed (with points outside L and R treated as too long); same returns as
-    :func:`stochsvm.kernel._conjugate.line_search`."""
+    :func:`stochsvm.kernel._conjugate.line_search`: the null step (step 11) reports the last
+    trial evaluated, and a bisection that closes on a kink returns its right end when that
+    end is in L."""
     base = line_values_twin(0.0, margins, step_margins, costs, d_Q_a, d_Q_d)[0]
 
     def classify(t):
@@ -44,7 +46,7 @@ def line_search_twin(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t
             return "good"
         if in_l and slope < -m2 * squared_norm:
             return "short"
-        return "long"
+        return "long, in L" if in_l else "long"
 
     t = t_start
     kind = classify(t)
@@ -58,7 +60,7 @@ def line_search_twin(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t
             kind = classify(trial)
             if kind == "good":
                 return trial, trial, 0
-            if kind == "long":
+            if kind.startswith("long"):
                 lower, upper = t, trial
                 break
             t = trial
@@ -66,15 +68,16 @@ def line_search_twin(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t
             return t, t, 3
     else:
         while True:
-            t = 0.5 * t
-            if t < t_low:
+            if 0.5 * t < t_low:
                 return 0.0, t, 2
+            t = 0.5 * t
             kind = classify(t)
             if kind == "good":
                 return t, t, 0
             if kind == "short":
                 lower, upper = t, 2.0 * t
                 break
+    upper_in_l = False
     for _ in range(max_halvings):
         t = 0.5 * (lower + upper)
         kind = classify(t)
@@ -84,6 +87,9 @@ def line_search_twin(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t
             lower = t
         else:
             upper = t
+            upper_in_l = kind == "long, in L"
+    if upper_in_l:
+        return upper, upper, 3
     return lower, t, 3
 
 

@@ -1,139 +1,321 @@
-"""Every estimator refuses bad input with a ValueError that says what to fix."""
+"""The catalogue of bad input: the same faults, run over every estimator of the package.
+
+Every fault gets a ``ValueError`` (``TypeError`` for a wrong type) that names what was wrong;
+none trains a silent wrong model. A fit that fails or is interrupted leaves the estimator
+exactly as it was.
+"""
+
+import math
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
-from stochsvm import SADMMClassifier
-from stochsvm.linear import (
-    MiniBatchSGDClassifier,
-    ProxSVRGClassifier,
-    S3GDClassifier,
-    SCVClassifier,
-    StratifiedSGDClassifier,
-)
+from stochsvm import io, registry
 
-from .test_estimator_checks import ESTIMATORS
+from .estimators import small_estimator
 
-# the SADMM family (with its contract-check list) and the S3GD family
-ESTIMATOR_CLASSES = sorted({type(estimator) for estimator in ESTIMATORS} | {
-    MiniBatchSGDClassifier, StratifiedSGDClassifier, ProxSVRGClassifier, SCVClassifier,
-    S3GDClassifier}, key=lambda c: c.__name__)
+NAMES = sorted(registry.SOLVERS)
+SEMI = {name for name, entry in registry.SOLVERS.items() if entry.problem == "semi-supervised"}
+WITH_SAMPLE_WEIGHT = {name for name in NAMES if name not in SEMI}
+WITH_CLASS_WEIGHT = {name for name, entry in registry.SOLVERS.items()
+                     if "class_weight" in entry.load()().get_params()}
 
 
-def _data():
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 4))
-    y = np.where(X[:, 0] > 0, 1, 0)
+def _data(name, n_samples=40, n_classes=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_samples, 4))
+    y = np.digitize(X[:, 0], np.quantile(X[:, 0], np.linspace(0, 1, n_classes + 1)[1:-1]))
+    if name in SEMI:
+        y = y.copy()
+        y[1::3] = -1
     return X, y
 
 
-@pytest.fixture(params=ESTIMATOR_CLASSES, ids=lambda c: c.__name__)
-def estimator(request):
-    extra = {"n_anchors": 5, "n_neighbors": 2} if request.param is S3GDClassifier else {}
-    return request.param(max_iter=2, tol=None, random_state=0, **extra)
+def _fit(estimator, X, y, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return estimator.fit(X, y, **kwargs)
 
 
+@pytest.fixture(params=NAMES)
+def name(request):
+    return request.param
+
+
+# ---------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_non_finite_features(estimator, bad):
-    X, y = _data()
+def test_non_finite_features(name, bad):
+    X, y = _data(name)
     X[3, 2] = bad
-    with pytest.raises(ValueError, match="NaN|infinity"):
-        estimator.fit(X, y)
-    with pytest.raises(ValueError, match="NaN|infinity"):
-        estimator.fit(sp.csr_matrix(X), y)
+    for features in (X, sp.csr_matrix(X)):
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            _fit(small_estimator(name), features, y)
 
 
-def test_empty_data(estimator):
+def test_empty_data(name):
+    X, y = _data(name)
     with pytest.raises(ValueError, match="0 sample"):
-        estimator.fit(np.zeros((0, 3)), np.zeros(0))
-    X, y = _data()
+        _fit(small_estimator(name), X[:0], y[:0])
     with pytest.raises(ValueError, match="0 feature"):
-        estimator.fit(X[:, :0], y)
+        _fit(small_estimator(name), X[:, :0], y)
 
 
-def test_single_class(estimator):
-    X, _ = _data()
+def test_single_class(name):
+    X, y = _data(name)
+    y = np.where(y == -1, -1, 1)
     with pytest.raises(ValueError, match="only one class"):
-        estimator.fit(X, np.ones(X.shape[0]))
+        _fit(small_estimator(name), X, y)
 
 
-def test_length_mismatch(estimator):
-    X, y = _data()
+def test_length_mismatch(name):
+    X, y = _data(name)
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-        estimator.fit(X, y[:-1])
+        _fit(small_estimator(name), X, y[:-1])
 
 
-def test_nan_labels(estimator):
-    X, y = _data()
+def test_nan_labels(name):
+    X, y = _data(name)
     y = y.astype(float)
     y[0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        estimator.fit(X, y)
+        _fit(small_estimator(name), X, y)
 
 
-def test_continuous_labels(estimator):
-    X, _ = _data()
+def test_continuous_labels(name):
+    X, y = _data(name)
+    values = np.linspace(0.1, 0.9, X.shape[0])
+    if name in SEMI:
+        values[y == -1] = -1
     with pytest.raises(ValueError, match="Unknown label type"):
-        estimator.fit(X, np.linspace(0, 1, X.shape[0]))
+        _fit(small_estimator(name), X, values)
 
 
-@pytest.mark.parametrize("parameter,value", [
-    ("alpha", -1.0), ("alpha", np.nan), ("max_iter", 0), ("tol", -1e-3),
-    ("n_iter_no_change", 0), ("l1_ratio", 1.5), ("class_weight", "heavy"),
-])
-def test_nonsense_hyper_parameters(estimator, parameter, value):
-    X, y = _data()
-    estimator.set_params(**{parameter: value})
-    with pytest.raises(ValueError, match=parameter):
-        estimator.fit(X, y)
+@pytest.mark.parametrize("name", sorted(SEMI))
+def test_semi_supervised_labels(name):
+    X, y = _data(name)
+    with pytest.raises(ValueError, match="Every sample is unlabeled"):
+        _fit(small_estimator(name), X, np.full_like(y, -1))
+    values = np.where(y == -1, -1, y + 0.5)
+    with pytest.raises(ValueError, match=r"labeled samples \(y != -1\)"):
+        _fit(small_estimator(name), X, values)
 
 
-def test_bad_sample_weight(estimator):
-    X, y = _data()
-    with pytest.raises(ValueError, match="sample_weight"):
-        estimator.fit(X, y, sample_weight=np.ones(3))
-    with pytest.raises(ValueError, match="negative"):
-        estimator.fit(X, y, sample_weight=-np.ones(X.shape[0]))
-    with pytest.raises(ValueError, match="NaN"):
-        estimator.fit(X, y, sample_weight=np.full(X.shape[0], np.nan))
-    with pytest.raises(ValueError, match="zero for every sample"):
-        estimator.fit(X, y, sample_weight=np.zeros(X.shape[0]))
-
-
-def test_sparse_input_that_is_not_real(estimator):
-    X, y = _data()
-    bad = sp.csr_matrix(X).astype(np.complex128)
+def test_complex_sparse_input(name):
+    X, y = _data(name)
     with pytest.raises(ValueError, match="[Cc]omplex"):
-        estimator.fit(bad, y)
+        _fit(small_estimator(name), sp.csr_matrix(X).astype(np.complex128), y)
 
 
-def test_other_sparse_formats_are_converted(estimator):
-    X, y = _data()
-    reference = estimator.fit(sp.csr_matrix(X), y).coef_.copy()
-    for fmt in ("coo", "csc", "lil", "dok"):
-        np.testing.assert_allclose(estimator.fit(sp.csr_matrix(X).asformat(fmt), y).coef_,
-                                   reference, rtol=1e-12)
+def test_other_sparse_formats_are_converted(name):
+    X, y = _data(name)
+    if name in ("BGS3VM", "SelfLabelingTSVM", "CCCPTSVM", "WolfeKernelSVC"):
+        X = X[:30]
+        y = y[:30]
+    reference = _fit(small_estimator(name), sp.csr_matrix(X), y).decision_function(X)
+    for fmt in ("coo", "csc", "lil"):
+        values = _fit(small_estimator(name), sp.csr_matrix(X).asformat(fmt), y)
+        np.testing.assert_allclose(values.decision_function(X), reference, rtol=1e-10,
+                                   atol=1e-12)
 
 
-def test_wrong_width_at_prediction(estimator):
-    X, y = _data()
-    estimator.fit(X, y)
-    with pytest.raises(ValueError, match="features"):
-        estimator.predict(X[:, :3])
+def test_wrong_width_at_prediction(name):
+    X, y = _data(name)
+    model = _fit(small_estimator(name), X, y)
+    for method in ("predict", "decision_function"):
+        with pytest.raises(ValueError, match="features"):
+            getattr(model, method)(X[:, :3])
 
 
-def test_partial_fit_needs_classes_first(estimator):
-    X, y = _data()
-    with pytest.raises(ValueError, match="classes must be passed"):
-        estimator.partial_fit(X, y)
-    estimator.partial_fit(X, y, classes=[0, 1])
-    with pytest.raises(ValueError, match="not in classes"):
-        estimator.partial_fit(X, y + 5)
+@pytest.mark.parametrize("name", sorted(WITH_SAMPLE_WEIGHT))
+def test_bad_sample_weight(name):
+    X, y = _data(name)
+    cases = [(np.ones(3), "sample_weight"), (-np.ones(X.shape[0]), "negative"),
+             (np.full(X.shape[0], np.nan), "NaN"), (np.zeros(X.shape[0]), "zero for every")]
+    for weights, message in cases:
+        with pytest.raises(ValueError, match=message):
+            _fit(small_estimator(name), X, y, sample_weight=weights)
 
 
-def test_objective_checks_lengths():
-    X, y = _data()
-    clf = SADMMClassifier(max_iter=1, tol=None).fit(X, y)
-    with pytest.raises(ValueError, match="one label per sample"):
-        clf.objective(X, y[:-2])
+@pytest.mark.parametrize("name", sorted(WITH_CLASS_WEIGHT))
+@pytest.mark.parametrize("class_weight, message", [
+    ({0: -1.0}, "class weights must be finite numbers >= 0"),
+    ({0: np.nan}, "finite"),
+    ({0: 0.0, 1: 0.0}, "zero for every class"),
+    ({7: 1.0}, "not in the training labels"),
+    ("heavy", "class_weight"),
+])
+def test_bad_class_weight(name, class_weight, message):
+    """A negative class weight used to be accepted and invert the model."""
+    X, y = _data(name)
+    with pytest.raises(ValueError, match=message):
+        _fit(small_estimator(name, class_weight=class_weight), X, y)
+
+
+# ---------------------------------------------------------------------------------------
+# hyper-parameters: every parameter of every estimator at nonsense values
+# ---------------------------------------------------------------------------------------
+_NOT_CHECKED = {"callback", "verbose", "random_state", "n_jobs", "class_weight"}
+# values that are legitimate for these parameters although they look odd
+_LEGITIMATE = {
+    ("coef0", -1), ("ramp_s", -1),
+    ("gamma", 3.5), ("t0", 3.5),  # a number where the default is "scale" / "auto"
+    ("average", 2),  # start averaging after 2 samples
+    ("expansion_margin", -1),  # any finite expansion point
+}
+
+
+def _nonsense_values(default):
+    if isinstance(default, bool):
+        return ["yes", 2]
+    if isinstance(default, str):
+        return ["no-such-value", 3.5]
+    if isinstance(default, (int, float)) or default is None:
+        return [-1, math.nan, "no-such-value"]
+    return []
+
+
+def _parameter_cases():
+    cases = []
+    for name in NAMES:
+        parameters = registry.solver_class(name)().get_params()
+        for parameter, default in sorted(parameters.items()):
+            if parameter in _NOT_CHECKED:
+                continue
+            for value in _nonsense_values(default):
+                if (parameter, value) in _LEGITIMATE:
+                    continue
+                cases.append(pytest.param(name, parameter, value,
+                                          id=f"{name}-{parameter}={value!r}"))
+    return cases
+
+
+@pytest.mark.parametrize("name, parameter, value", _parameter_cases())
+def test_nonsense_parameter(name, parameter, value):
+    X, y = _data(name)
+    estimator = small_estimator(name)
+    estimator.set_params(**{parameter: value})
+    with pytest.raises((ValueError, TypeError), match=parameter):
+        _fit(estimator, X, y)
+
+
+def test_unknown_strings_list_the_allowed_values():
+    X, y = _data("SADMMClassifier")
+    with pytest.raises(ValueError, match="'l1'.*|.*'l2'"):
+        _fit(small_estimator("SADMMClassifier", penalty="l3"), X, y)
+    X, y = _data("SCSKernelSVC")
+    with pytest.raises(ValueError, match="float32"):
+        _fit(small_estimator("SCSKernelSVC", kernel_dtype="nope"), X, y)
+
+
+# ---------------------------------------------------------------------------------------
+# atomic fits
+# ---------------------------------------------------------------------------------------
+class _Interrupt:
+    """A callback that presses Ctrl-C at its first call."""
+
+    def __init__(self, exception=KeyboardInterrupt):
+        self.exception = exception
+        self.calls = 0
+
+    def __call__(self, record):
+        self.calls += 1
+        raise self.exception()
+
+
+def _snapshot(model):
+    return {name: value for name, value in vars(model).items()}
+
+
+def _assert_same_model(model, before, X):
+    assert set(vars(model)) == set(before)
+    for key, value in before.items():
+        assert vars(model)[key] is value, key
+
+
+@pytest.mark.parametrize("exception", [KeyboardInterrupt, RuntimeError])
+def test_interrupted_refit_leaves_the_model_as_it_was(name, exception):
+    X, y = _data(name)
+    model = _fit(small_estimator(name), X, y)
+    predictions = model.predict(X)
+    values = model.decision_function(X)
+    before = _snapshot(model)
+    # a refit on new label names and new data, interrupted at its first record
+    X_new, y_new = _data(name, n_classes=3, seed=1)
+    labels = np.where(y_new == -1, -1, y_new + 10)
+    interrupt = _Interrupt(exception)
+    model.set_params(callback=interrupt)
+    with pytest.raises(exception):
+        _fit(model, X_new, labels)
+    model.set_params(callback=None)
+    assert interrupt.calls >= 1
+    _assert_same_model(model, before, X)
+    np.testing.assert_array_equal(model.predict(X), predictions)
+    np.testing.assert_array_equal(model.decision_function(X), values)
+
+
+def test_failed_refit_leaves_the_model_as_it_was(name):
+    X, y = _data(name)
+    model = _fit(small_estimator(name), X, y)
+    before = _snapshot(model)
+    values = model.decision_function(X)
+    X_bad = X.copy()
+    X_bad[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        _fit(model, X_bad, y)
+    if name in WITH_SAMPLE_WEIGHT:
+        # fails after the labels were read: classes_ must not change either
+        with pytest.raises(ValueError):
+            _fit(model, X, np.where(y == 0, 5, y), sample_weight=-np.ones(len(y)))
+    _assert_same_model(model, before, X)
+    np.testing.assert_array_equal(model.decision_function(X), values)
+
+
+def test_interrupted_first_fit_leaves_the_estimator_unfitted(name):
+    X, y = _data(name)
+    model = small_estimator(name, callback=_Interrupt())
+    before = _snapshot(model)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(model, X, y)
+    _assert_same_model(model, before, X)
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        model.predict(X)
+
+
+# ---------------------------------------------------------------------------------------
+# one-vs-rest in parallel processes
+# ---------------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore")
+def test_n_jobs_gives_the_same_model(name, tmp_path):
+    X, y = _data(name, n_samples=45, n_classes=3)
+    sequential = _fit(small_estimator(name, n_jobs=1), X, y)
+    parallel = _fit(small_estimator(name, n_jobs=2), X, y)
+    np.testing.assert_array_equal(parallel.decision_function(X),
+                                  sequential.decision_function(X))
+    assert [record["problem"] for record in parallel.history_] == \
+        [record["problem"] for record in sequential.history_]
+    io.save(parallel, tmp_path / "model")
+    np.testing.assert_array_equal(io.load(tmp_path / "model").decision_function(X),
+                                  sequential.decision_function(X))
+
+
+def test_history_is_one_flat_list_of_records(name):
+    X, y = _data(name, n_samples=45, n_classes=3)
+    model = _fit(small_estimator(name), X, y)
+    assert isinstance(model.history_, list) and model.history_
+    assert all(isinstance(record, dict) for record in model.history_)
+    assert {record["problem"] for record in model.history_} == {0, 1, 2}
+
+
+def test_random_state_instance_accepted(name):
+    X, y = _data(name)
+    if "random_state" not in registry.solver_class(name)().get_params():
+        pytest.skip("deterministic estimator")
+    first = _fit(small_estimator(name, random_state=np.random.RandomState(3)), X, y)
+    second = _fit(small_estimator(name, random_state=np.random.RandomState(3)), X, y)
+    np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))

@@ -234,3 +234,49 @@ def test_save_and_load_round_trip(tmp_path, monkeypatch):
     loaded = io.load(tmp_path / "model.stochsvm")
     np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
     assert loaded.objective(X, y_semi) == model.objective(X, y_semi)
+
+
+# ---------------------------------------------------------------------------------------
+# size parameters and the iteration count
+# ---------------------------------------------------------------------------------------
+def test_budgets_beyond_the_samples_are_capped_and_change_nothing():
+    # a pool holds each sample once: budgets above n_l and n_u never fill. They used to be
+    # allocated as given (labeled_budget=10**12: "Unable to allocate 14.6 TiB")
+    X, y, _, _ = two_moons(n_train=120)
+    y_semi, _ = semi_supervised_split(X, y, 10, 0)
+    n_unlabeled = int(np.sum(y_semi == -1))
+    n_labeled = len(y_semi) - n_unlabeled
+    exact = BGS3VM(C=10.0, labeled_budget=n_labeled, unlabeled_budget=n_unlabeled, n_passes=2,
+                   random_state=0).fit(X, y_semi)
+    huge = BGS3VM(C=10.0, labeled_budget=10**12, unlabeled_budget=10**12, n_passes=2,
+                  random_state=0).fit(X, y_semi)
+    np.testing.assert_array_equal(huge.binary_models_[0]["coef"],
+                                  exact.binary_models_[0]["coef"])
+    np.testing.assert_array_equal(huge.decision_function(X), exact.decision_function(X))
+
+
+def test_data_beyond_the_memory_of_the_machine_is_refused(monkeypatch):
+    from stochsvm._core import kernels
+
+    X, y, _, _ = two_moons(n_train=120)
+    y_semi, _ = semi_supervised_split(X, y, 10, 0)
+    monkeypatch.setattr(kernels, "machine_memory_bytes", lambda: 1000)
+    with pytest.raises(MemoryError, match=r"BGS3VM's dense float64 copy .*bytes.*TSGS3VM"):
+        BGS3VM().fit(X, y_semi)
+
+
+def test_n_passes_sets_the_iterations_and_there_is_no_max_iter():
+    # BGS3VM counts its iterations in passes only: n_passes is honoured, and max_iter (the
+    # iteration count of TSGS3VM and FRS3VM) is not one of its parameters
+    X, y, _, _ = two_moons(n_train=100)
+    y_semi, _ = semi_supervised_split(X, y, 10, 0)
+    n_unlabeled = int(np.sum(y_semi == -1))
+    for n_passes, batch_size in ((1, 1), (3, 1), (2, 7)):
+        model = BGS3VM(n_passes=n_passes, batch_size=batch_size, random_state=0).fit(X, y_semi)
+        assert model.n_iter_ == n_passes * int(np.ceil(n_unlabeled / batch_size))
+        assert model.history_[-1]["passes"] == pytest.approx(n_passes)
+    assert "max_iter" not in BGS3VM().get_params()
+    with pytest.raises(TypeError, match="max_iter"):
+        BGS3VM(max_iter=3)
+    with pytest.raises(ValueError, match="max_iter"):
+        BGS3VM().set_params(max_iter=3)

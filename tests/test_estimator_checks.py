@@ -1,6 +1,5 @@
 """scikit-learn's estimator contract, for every estimator of the package."""
 
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from stochsvm import ComidClassifier, PegasosClassifier, RDAClassifier, SADMMClassifier

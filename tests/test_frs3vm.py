@@ -93,7 +93,7 @@ def test_multiclass_and_objective():
     (dict(C=-1.0), "C"),
     (dict(n_components=0), "n_components"),
     (dict(batch_size=0), "batch_size"),
-    (dict(unlabeled_loss="cubic"), "unlabeled loss"),
+    (dict(unlabeled_loss="cubic"), "unlabeled_loss"),
     (dict(kernel="poly"), "kernel"),
 ])
 def test_bad_parameters(params, message):
@@ -127,3 +127,14 @@ def test_nan_rejected():
                          expected_failed_checks=lambda estimator: EXPECTED_FAILURES)
 def test_sklearn_contract(estimator, check):
     check(estimator)
+
+
+def test_size_parameters_beyond_the_memory_are_refused():
+    # n_components=10**10 needed 149 GiB of frequencies alone ("Unable to allocate"), and
+    # max_iter=10**12 a 14.6 TiB step schedule
+    X, y_semi, _ = small_problem()
+    with pytest.raises(MemoryError, match=r"n_components=10000000000 .*bytes.*Lower .*or "
+                                          r"n_components"):
+        FRS3VM(n_components=10**10, random_state=0).fit(X, y_semi)
+    with pytest.raises(MemoryError, match=r"max_iter=1000000000000.*bytes.*Lower max_iter"):
+        FRS3VM(max_iter=10**12, random_state=0).fit(X, y_semi)

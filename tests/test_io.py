@@ -4,6 +4,7 @@ import json
 import pickle
 import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,8 +126,16 @@ def test_future_version_refused(saved):
         io.load(saved)
 
 
+def _object(meta):
+    return meta["object"]
+
+
+def _state(meta):
+    return meta["object"]["state"]["__dict__"]
+
+
 def test_unregistered_class_refused(saved):
-    _rewrite(saved, lambda meta: meta.update(solver="os:system"))
+    _rewrite(saved, lambda meta: _object(meta).update({"class": "os:system"}))
     with pytest.raises(ValueError, match="unknown solver"):
         io.load(saved)
 
@@ -135,7 +144,7 @@ def test_pickle_payload_refused(saved, tmp_path):
     import io as stdio
     buffer = stdio.BytesIO()
     np.savez(buffer, a0=np.array([object()], dtype=object))
-    _rewrite(saved, lambda meta: meta["state"]["__dict__"].update(coef_={"__array__": "a0"}),
+    _rewrite(saved, lambda meta: _state(meta).update(coef_={"__array__": "a0"}),
              arrays=buffer.getvalue())
     with pytest.raises(ValueError, match="refused"):
         io.load(saved)
@@ -148,16 +157,28 @@ def test_not_a_zip_refused(tmp_path):
         io.load(path)
 
 
-def test_unsupported_values():
+def test_unsupported_values(tmp_path):
     from stochsvm.linear import SADMMClassifier
     with pytest.raises(TypeError, match="random generators"):
-        io.save(SADMMClassifier(random_state=np.random.RandomState(0)), "/nonexistent/x")
-    model = SADMMClassifier()
-    model.odd_ = lambda: None
-    with pytest.raises(TypeError, match="cannot be saved"):
-        io.save(model, "/nonexistent/x")
+        io.save(SADMMClassifier(random_state=np.random.RandomState(0)), tmp_path / "x")
     with pytest.raises(TypeError, match="not a registered solver"):
-        io.save(object(), "/nonexistent/x")
+        io.save(object(), tmp_path / "x")
+
+
+def test_undeclared_attributes_are_not_saved(tmp_path):
+    """A file holds the declared fitted state only: an attribute a user or a fit attaches
+    beyond it is not written, and a file cannot set one."""
+    X, y = binary_breast_cancer()
+    model = _fitted("SADMMClassifier", X, y)
+    model.odd_ = lambda: None
+    model._cache = {"big": np.zeros(3)}
+    io.save(model, tmp_path / "m")
+    loaded = io.load(tmp_path / "m")
+    assert not hasattr(loaded, "odd_") and not hasattr(loaded, "_cache")
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    _rewrite(tmp_path / "m", lambda meta: _state(meta).update(fit={"__float__": "1.0"}))
+    with pytest.raises(ValueError, match="unexpected model field"):
+        io.load(tmp_path / "m")
 
 
 def test_callback_dropped(tmp_path):
@@ -174,82 +195,225 @@ def test_registry_missing_module():
         registry.get_solver("nope")
 
 
-def test_identity_tokens_keep_sharing(tmp_path):
-    from stochsvm.linear import SADMMClassifier
-    model = SADMMClassifier()
-    token = object()
-    model._token_ = token
-    model._cache_ = {"problem": (token, np.arange(3))}
-    io.save(model, tmp_path / "m")
-    loaded = io.load(tmp_path / "m")
-    assert loaded._cache_["problem"][0] is loaded._token_
-    assert loaded._token_ is not token
-
-
-def test_nested_fitted_state_round_trips(tmp_path):
-    """Kernel and semi-supervised models keep arrays inside lists, dicts and tuples, sparse
-    support vectors, dtypes: all of it comes back equal and of the same type."""
-    from stochsvm.linear import SADMMClassifier
-    X, y = binary_breast_cancer()
-    model = _fitted("SADMMClassifier", X, y)
-    rng = np.random.default_rng(0)
-    model.blocks_ = [rng.normal(size=(3, 2)), [np.arange(4, dtype=np.int32), None]]
-    model.per_class_ = {0: rng.normal(size=3), (1, "b"): {"inner": np.ones(2, np.float32)}}
-    model.support_vectors_ = sp.csr_matrix(rng.normal(size=(4, 5)) * (rng.random((4, 5)) > .5))
-    model.support_array_ = sp.csc_array(np.eye(3))
-    model.pairs_ = sp.coo_matrix(np.eye(2))
-    model.kinds_ = (np.dtype(np.float32), np.float64, {1, 2}, frozenset({"a"}))
-    model.scalars_ = [np.float32(1.5), np.int64(7), np.bool_(True), float("nan"), -0.0]
-    model.labels_ = np.array(["a", "bc"])
-    path = tmp_path / "nested.stochsvm"
-    io.save(model, path)
-    loaded = io.load(path)
-    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
-    assert isinstance(loaded, SADMMClassifier)
-    np.testing.assert_array_equal(loaded.blocks_[0], model.blocks_[0])
-    assert loaded.blocks_[1][0].dtype == np.int32 and loaded.blocks_[1][1] is None
-    assert set(loaded.per_class_) == {0, (1, "b")}
-    assert loaded.per_class_[(1, "b")]["inner"].dtype == np.float32
-    for name in ("support_vectors_", "support_array_", "pairs_"):
-        original, restored = getattr(model, name), getattr(loaded, name)
-        assert type(restored) is type(original)
-        np.testing.assert_array_equal(restored.toarray(), original.toarray())
-    assert loaded.kinds_ == (np.dtype(np.float32), np.float64, {1, 2}, frozenset({"a"}))
-    restored = loaded.scalars_
-    assert restored[0] == np.float32(1.5) and type(restored[0]) is np.float32
-    assert type(restored[1]) is np.int64 and type(restored[2]) is np.bool_
-    assert np.isnan(restored[3]) and np.signbit(restored[4])
-    np.testing.assert_array_equal(loaded.labels_, model.labels_)
-
-
 def test_malformed_payloads_refused(saved):
     # a consistent checksum but an array reference that does not exist
-    _rewrite(saved, lambda meta: meta["state"]["__dict__"].update(coef_={"__array__": "zz"}))
-    with pytest.raises(ValueError, match="malformed"):
+    _rewrite(saved, lambda meta: _state(meta).update(coef_={"__array__": "zz"}))
+    with pytest.raises(ValueError, match="missing array"):
         io.load(saved)
 
 
 def test_object_dtype_tag_refused(saved):
-    _rewrite(saved, lambda meta: meta["state"]["__dict__"].update(odd_={"__dtype__": "O"}))
+    _rewrite(saved, lambda meta: _state(meta).update(t_={"__dtype__": "O"}))
     with pytest.raises(ValueError, match="object dtype"):
         io.load(saved)
-    _rewrite(saved, lambda meta: meta["state"]["__dict__"].update(odd_={"__what__": 1}))
+    _rewrite(saved, lambda meta: _state(meta).update(t_={"__what__": 1}))
     with pytest.raises(ValueError, match="unexpected object"):
         io.load(saved)
 
 
-def test_library_losses_and_penalties_by_name(saved, tmp_path):
-    from stochsvm._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES
-    from stochsvm._core.penalties import PENALTIES
-    model = io.load(saved)
-    model._unlabeled_loss = UNLABELED_LOSSES["ramp"]
-    model._losses = [MARGIN_LOSSES["hinge"], {"penalty": PENALTIES["l1"]}]
+def test_library_objects_by_name(tmp_path):
+    from stochsvm._core.losses import UNLABELED_LOSSES
+    X, y = binary_breast_cancer()
+    model = _fitted("TSGS3VM", X, y)
     io.save(model, tmp_path / "m")
-    loaded = io.load(tmp_path / "m")
-    assert loaded._unlabeled_loss is UNLABELED_LOSSES["ramp"]
-    assert loaded._losses[0] is MARGIN_LOSSES["hinge"]
-    assert loaded._losses[1]["penalty"] is PENALTIES["l1"]
-    _rewrite(tmp_path / "m", lambda meta: meta["state"]["__dict__"].update(
+    assert io.load(tmp_path / "m")._unlabeled_loss is UNLABELED_LOSSES[model.unlabeled_loss]
+    _rewrite(tmp_path / "m", lambda meta: _state(meta).update(
         _unlabeled_loss={"__library__": "unlabeled_loss", "name": "os.system"}))
     with pytest.raises(ValueError, match="unknown library object"):
         io.load(tmp_path / "m")
+
+
+# ---------------------------------------------------------------------------------------
+# crafted fields: every declared array of every estimator, damaged, is refused by name
+# ---------------------------------------------------------------------------------------
+def _array_fields(meta, arrays):
+    """``(field path, array key)`` of every top-level and nested array of the state."""
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            if "__array__" in value:
+                found.append((path, value["__array__"]))
+            elif "__dict__" in value:
+                for key, item in value["__dict__"].items():
+                    walk(item, path + [key])
+            elif "__sparse__" in value:
+                return
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, path + [index])
+
+    walk(meta["object"]["state"], [])
+    return found
+
+
+def _replace_array(path, key, new_array):
+    import io as stdio
+    with zipfile.ZipFile(path) as archive:
+        with np.load(stdio.BytesIO(archive.read("arrays.npz"))) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    arrays[key] = new_array
+    buffer = stdio.BytesIO()
+    np.savez(buffer, **arrays)
+    _rewrite(path, arrays=buffer.getvalue())
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", SOLVER_NAMES)
+def test_damaged_fields_refused_by_name(name, tmp_path):
+    X, y = binary_breast_cancer()
+    X = X[:120]
+    y = y[:120]
+    model = _fitted(name, X, y)
+    path = tmp_path / "model.stochsvm"
+    io.save(model, path)
+    original = path.read_bytes()
+    with zipfile.ZipFile(path) as archive:
+        meta = json.loads(archive.read("meta.json"))
+    import io as stdio
+    with zipfile.ZipFile(path) as archive:
+        with np.load(stdio.BytesIO(archive.read("arrays.npz"))) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    fields = _array_fields(meta, arrays)
+    assert fields
+    for field_path, key in fields:
+        array = arrays[key]
+        top = str(field_path[0])
+        damaged = []
+        if array.dtype.kind == "f" and array.size:
+            bad = array.copy()
+            bad.flat[0] = np.nan
+            damaged.append(bad)
+        damaged.append(np.concatenate([array.reshape(-1), array.reshape(-1)[:1]])
+                       if array.size else np.zeros(3, dtype=array.dtype))
+        damaged.append(array.reshape(-1).astype("U3") if array.size else np.array(["x"]))
+        for bad in damaged:
+            path.write_bytes(original)
+            _replace_array(path, key, bad)
+            try:
+                loaded = io.load(path)
+            except ValueError as error:
+                assert top in str(error), (field_path, str(error))
+                continue
+            # the only damage a file may carry unrefused is one that changes nothing
+            # checkable (e.g. a history value); the model must still predict finite values
+            assert np.all(np.isfinite(loaded.decision_function(X))), field_path
+
+
+@pytest.mark.parametrize("column_index", [10**6, -1])
+def test_sparse_indices_out_of_range_refused(tmp_path, column_index):
+    """A crafted CSR matrix whose indices point outside it is refused at load (it used to
+    load and crash the process in ``decision_function``)."""
+    X, y = binary_breast_cancer()
+    model = _fitted("SCSKernelSVC", sp.csr_matrix(X[:100]), y[:100])
+    path = tmp_path / "m"
+    io.save(model, path)
+    with zipfile.ZipFile(path) as archive:
+        meta = json.loads(archive.read("meta.json"))
+    key = _state(meta)["support_vectors_"]["indices"]["__array__"]
+    import io as stdio
+    with zipfile.ZipFile(path) as archive:
+        with np.load(stdio.BytesIO(archive.read("arrays.npz"))) as npz:
+            indices = npz[key].copy()
+    indices[0] = column_index
+    _replace_array(path, key, indices)
+    with pytest.raises(ValueError, match="support_vectors_|index|indices"):
+        io.load(path)
+
+
+def test_nan_and_wrong_shape_coef_refused(saved):
+    import io as stdio
+    with zipfile.ZipFile(saved) as archive:
+        meta = json.loads(archive.read("meta.json"))
+        with np.load(stdio.BytesIO(archive.read("arrays.npz"))) as npz:
+            coef = npz[_state(meta)["coef_"]["__array__"]]
+    original = saved.read_bytes()
+    key = _state(meta)["coef_"]["__array__"]
+    _replace_array(saved, key, np.full_like(coef, np.nan))
+    with pytest.raises(ValueError, match="'coef_'.*NaN"):
+        io.load(saved)
+    saved.write_bytes(original)
+    _replace_array(saved, key, coef[:, :-1])
+    with pytest.raises(ValueError, match="'coef_'.*shape"):
+        io.load(saved)
+    saved.write_bytes(original)
+    _rewrite(saved, lambda meta: _state(meta).update(n_features_in_=-3))
+    with pytest.raises(ValueError, match="n_features_in_"):
+        io.load(saved)
+    saved.write_bytes(original)
+    _rewrite(saved, lambda meta: _state(meta).pop("coef_"))
+    with pytest.raises(ValueError, match="'coef_': missing"):
+        io.load(saved)
+    saved.write_bytes(original)
+    _rewrite(saved, lambda meta: meta["object"]["params"]["__dict__"].update(alpha=-1))
+    with pytest.raises(ValueError, match="alpha"):
+        io.load(saved)
+
+
+# ---------------------------------------------------------------------------------------
+# format 1 (release 0.1.0) files load bit for bit
+# ---------------------------------------------------------------------------------------
+FORMAT1 = Path(__file__).parent / "data" / "format1"
+
+
+@pytest.mark.parametrize("path", sorted(FORMAT1.glob("*.stochsvm")), ids=lambda p: p.stem)
+def test_format1_files_load_bit_for_bit(path, tmp_path):
+    expected = np.load(FORMAT1 / "expected.npz")
+    X = expected["X"]
+    if path.stem.endswith("sparse"):
+        X = sp.csr_matrix(X)
+    model = io.load(path)
+    values = model.decision_function(X)
+    np.testing.assert_array_equal(values, expected[path.stem])
+    io.save(model, tmp_path / "again")
+    np.testing.assert_array_equal(io.load(tmp_path / "again").decision_function(X), values)
+
+
+# ---------------------------------------------------------------------------------------
+# transformers and pipelines
+# ---------------------------------------------------------------------------------------
+def test_random_fourier_features_round_trip(tmp_path):
+    from stochsvm import RandomFourierFeatures
+    X, _ = binary_breast_cancer()
+    transformer = RandomFourierFeatures(gamma="scale", n_components=20, random_state=0).fit(X)
+    io.save(transformer, tmp_path / "rff")
+    loaded = io.load(tmp_path / "rff")
+    np.testing.assert_array_equal(loaded.transform(X), transformer.transform(X))
+
+
+def test_pipeline_round_trip(tmp_path):
+    from sklearn.kernel_approximation import RBFSampler
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    from stochsvm import RandomFourierFeatures, SADMMClassifier, TSGS3VM
+    X, y = binary_breast_cancer()
+    pipelines = [
+        make_pipeline(StandardScaler(), SADMMClassifier(random_state=0)),
+        make_pipeline(MinMaxScaler(), RBFSampler(n_components=30, random_state=0),
+                      SADMMClassifier(random_state=0)),
+        make_pipeline(StandardScaler(), RandomFourierFeatures(n_components=30, random_state=0),
+                      SADMMClassifier(random_state=0)),
+    ]
+    for pipeline in pipelines:
+        pipeline.fit(X, y)
+        io.save(pipeline, tmp_path / "pipe")
+        loaded = io.load(tmp_path / "pipe")
+        np.testing.assert_array_equal(loaded.decision_function(X),
+                                      pipeline.decision_function(X))
+    semi = (y > 0).astype(int)
+    semi[::2] = -1
+    pipeline = make_pipeline(StandardScaler(), TSGS3VM(random_state=0)).fit(X, semi)
+    io.save(pipeline, tmp_path / "semi")
+    np.testing.assert_array_equal(io.load(tmp_path / "semi").predict(X), pipeline.predict(X))
+
+
+def test_pipeline_with_an_unknown_step_refused(tmp_path):
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+
+    from stochsvm import SADMMClassifier
+    X, y = binary_breast_cancer()
+    pipeline = make_pipeline(PCA(3), SADMMClassifier(random_state=0)).fit(X, y)
+    with pytest.raises(TypeError, match="PCA"):
+        io.save(pipeline, tmp_path / "pipe")

@@ -87,6 +87,23 @@ def test_budget_errors_name_budget_and_way_out():
         kernel_block(np.ones((1000, 2)), np.ones((1000, 2)), max_memory_mb=1)
 
 
+def test_machine_memory_check_names_size_bytes_and_way_out(monkeypatch):
+    memory = kernels.machine_memory_bytes()
+    assert memory is None or memory > 2**20
+    with pytest.raises(MemoryError, match=r"max_iter=10 .*needs 1\.5 TiB \(1\.65e\+12 bytes\), "
+                                          r"more than the 1\.0 GiB of memory of this machine\. "
+                                          r"Lower max_iter\."):
+        kernels.check_machine_memory(1.5 * 2**40, "The schedule of max_iter=10", "Lower max_iter.",
+                                     limit_bytes=2**30)
+    kernels.check_machine_memory(2**29, "fits", "unused", limit_bytes=2**30)
+    # the machine's memory is the default limit; unknown memory disables the check
+    monkeypatch.setattr(kernels, "machine_memory_bytes", lambda: 2**20)
+    with pytest.raises(MemoryError, match="2.0 MiB"):
+        kernels.check_machine_memory(2 * 2**20, "A block", "Smaller.")
+    monkeypatch.setattr(kernels, "machine_memory_bytes", lambda: None)
+    kernels.check_machine_memory(2.0**60, "anything", "unused")
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(1, 1), (7, 3), (5000, 1700)])
 @pytest.mark.parametrize("order", ["C", "F"])

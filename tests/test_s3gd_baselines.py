@@ -73,3 +73,60 @@ def test_scv_optimal_scaling_beats_unscaled_control_variate():
         if scaling == "none":
             assert values == [1.0] * len(values)
     assert gaps["optimal"] < gaps["none"] / 10
+
+
+# ---------------------------------------------------------------------------------------
+# SCV at any feature scale: no silent divergence
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("scale", [10.0, 100.0])
+def test_scv_default_step_fits_scaled_features(scale):
+    # standardized breast cancer times 10 used to end with coefficients of norm 7e60 (and
+    # inf times 100): the control variate's quadratic has the curvature kappa everywhere, so
+    # eta kappa lambda_max(Sigma) = 33 made its part of every step diverge
+    X, y = binary_breast_cancer()
+    X = X * scale
+    _, _, optimum = exact_smooth_linear(X, y, 1e-3, penalty="l2")
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        model = SCVClassifier(random_state=0).fit(X, y)
+        sgd = MiniBatchSGDClassifier(random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.coef_)) and np.isfinite(model.intercept_).all()
+    # at least as close to the optimum as plain mini-batch SGD with the same step
+    assert model.objective(X, y) <= 1.1 * sgd.objective(X, y)
+    assert model.objective(X, y) < 0.5 * np.log(2.0) * scale  # far below divergence
+    assert model.score(X, y) > 0.95
+    # the control variate was scaled down to stay stable, and the record says so
+    assert all(record["control_scaling"] < 0.1 for record in model.history_)
+    assert optimum <= model.objective(X, y)
+
+
+def test_scv_default_is_unchanged_on_standardized_features():
+    # there the stability cap of the control variate is 3.0 > 1: the variance-minimizing a*
+    # is used as before, and the step is step_size
+    X, y = binary_breast_cancer()
+    model = SCVClassifier(max_iter=5, tol=None, random_state=0).fit(X, y)
+    assert all(0.0 < record["control_scaling"] <= 1.0 for record in model.history_)
+    assert all(record["step_size"] == 0.1 for record in model.history_)
+    capped = SCVClassifier(step_size=2.0, max_iter=5, tol=None, random_state=0).fit(X, y)
+    # 1 / (eta kappa lambda_max) = 1 / (2 x 0.25 x 13.3)
+    assert all(record["control_scaling"] <= 0.151 for record in capped.history_)
+
+
+def test_scv_squared_hinge_step_is_capped_by_the_curvature():
+    # the squared hinge is quadratic on its active set: steps above 1 / (2 lambda_max) diverge
+    # like gradient descent (standardized breast cancer, default step 0.1: objective 7.0,
+    # 100 times the optimum; heavy class weights on unscaled blobs: norm 2.6e17)
+    X, y = binary_breast_cancer()
+    _, _, optimum = exact_smooth_linear(X, y, 1e-3, loss="squared_hinge", penalty="l2")
+    model = SCVClassifier(loss="squared_hinge", random_state=0).fit(X, y)
+    steps = {record["step_size"] for record in model.history_}
+    assert len(steps) == 1 and 0.03 < steps.pop() < 0.04
+    assert model.objective(X, y) < 1.5 * optimum
+
+
+def test_scv_refuses_a_diverged_model():
+    # a step far beyond the cap of a bounded-derivative loss on features x 100: the penalty
+    # of the iterate passes 100 F(0); a ValueError names the step and a stable scale
+    X, y = binary_breast_cancer()
+    with np.errstate(all="ignore"), pytest.raises(ValueError, match=r"diverged .*step_size=10"
+                                                                    r".*Use step_size <="):
+        SCVClassifier(step_size=10.0, random_state=0).fit(100.0 * X, y)

@@ -110,7 +110,10 @@ def test_line_search_returns_zero_for_an_ascent_direction():
     step, last, outcome = line_search(y * q_a, y * q_d, costs, -d @ q_a, d @ Q @ d,
                                       d @ Q @ d, 1.0, 1.0 / 8, 1.0, 0.4, 0.3, 60)
     assert step == 0.0 and outcome == 2
-    assert 0.0 < last < 1.0 / 8  # the null step lies below b = delta / n
+    # the null step is the last trial evaluated: within [b, 2b), b = delta / n
+    assert 1.0 / 8 <= last < 2.0 / 8
+    _, slope = line_values(last, y * q_a, y * q_d, costs, -d @ q_a, d @ Q @ d)
+    assert slope > -0.4 * (d @ Q @ d)  # too long: its subgradient shortens the direction
 
 
 def test_line_search_caps_the_step_at_the_radius():
@@ -242,6 +245,61 @@ def test_euclidean_metric_also_descends():
         model = SCSKernelSVC(metric="euclidean", max_iter=60, random_state=0).fit(X, y)
     values = [entry["objective"] for entry in model.history_ if entry["samples"] == len(y)]
     assert values[-1] < values[0]
+
+
+# ---------------------------------------------------------------------------------------
+# large C: radii in units of the first step, null steps that shorten the direction
+# ---------------------------------------------------------------------------------------
+def test_null_step_subgradient_shortens_the_direction():
+    # phi(t) = -t + 1e-3 t^2 / 2 + 10 max(0, t - 0.01) with ||d|| = 1: a hinge kink at
+    # t = 0.01 between b / 2 and b = 0.0125. The halving from t = 1 evaluates 0.015625 (too
+    # long, past the kink) and stops; the null step must be that point, where
+    # phi' = 9 > -m1 ||d||^2, so that its subgradient shortens Nr{-d, g}. The unevaluated
+    # half, before the kink, has phi' = -1: the same subgradient as at t = 0.
+    margins, step_margins, costs = np.array([1.01]), np.array([-1.0]), np.array([10.0])
+    arguments = (margins, step_margins, costs, -1.0, 1e-3)
+    step, last, outcome = line_search(*arguments, 1.0, 1.0, 0.0125, 1.0, 0.4, 0.3, 60)
+    assert step == 0.0 and outcome == 2
+    assert last == 0.015625
+    _, slope = line_values(last, *arguments)
+    assert slope > -0.4  # outside L: <g(last), d> > -m1 ||d||^2 > -||d||^2
+    assert line_search_twin(*arguments, 1.0, 1.0, 0.0125, 1.0, 0.4, 0.3, 60) == (
+        step, last, outcome)
+
+
+@pytest.mark.parametrize("C", [1e3, 1e4, 1e6])
+def test_large_c_takes_steps_from_the_first_iterations(C):
+    # radii in units of ||g_0|| (which grows like C) made the first trials far too long:
+    # at C >= 1e3 the first 5-10 iterations were all null steps and returned a zero model
+    X, y = binary_breast_cancer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(C=C, max_iter=5, random_state=0).fit(X, y)
+    assert len(model.support_) > 0
+    assert model.history_[0]["accepted"]
+    assert model.objective(X, y) < 0.5 * C * len(y)  # F(0) = C m
+
+
+def test_large_c_keeps_converging_towards_the_optimum():
+    # at C = 1000 the null steps used to repeat the same direction for ever: the objective
+    # stayed at 98% above the optimum from iteration ~100 to 3000
+    X, y = binary_breast_cancer()
+    _, primal, dual = _exact(X, y, 1000.0)
+    assert primal - dual <= 1e-4 * primal
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(C=1000.0, max_iter=3000, random_state=0).fit(X, y)
+    assert model.objective(X, y) <= 1.05 * primal
+    values = [entry["objective"] for entry in model.history_]
+    assert values[-1] < values[len(values) // 3]  # still decreasing late in the run
+
+
+def test_zero_model_is_never_returned_silently():
+    X, y = binary_breast_cancer()
+    # a first radius of 9 first steps: Alg. 2 halves down to delta / n and returns t = 0
+    with pytest.warns(ConvergenceWarning, match="accepted no step.*zero"):
+        model = SCSKernelSVC(delta_init=9.0, max_iter=1, random_state=0).fit(X, y)
+    assert len(model.support_) == 0
 
 
 def test_multiclass_one_vs_rest_and_sparse_input():

@@ -279,7 +279,7 @@ BAD_INPUTS = [
     (dict(), lambda X, y: (X, y[:-1]), "inconsistent numbers of samples"),
     (dict(C=-1.0), None, "C"),
     (dict(C_star=-0.5), None, "C_star"),
-    (dict(unlabeled_loss="cubic"), None, "unlabeled loss"),
+    (dict(unlabeled_loss="cubic"), None, "unlabeled_loss"),
     (dict(batch_size=0), None, "batch_size"),
     (dict(unlabeled_batch_size=0), None, "unlabeled_batch_size"),
     (dict(step_size=1.5), None, "step_size"),
@@ -382,3 +382,41 @@ def test_long_constant_step_run_stays_finite_in_single_precision():
     assert np.all(np.isfinite(decisions["float32"]))
     assert scores["float32"] > 0.9, scores
     assert np.mean(np.sign(decisions["float32"]) == np.sign(decisions["float64"])) > 0.98
+
+
+# ---------------------------------------------------------------------------------------
+# size parameters refused before anything is allocated
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("params, names", [
+    # 10^12 iterations: the step schedule alone needs 14.6 TiB (was numpy's "Unable to
+    # allocate 7.28 TiB")
+    ({"max_iter": 10**12}, ["max_iter=1000000000000", "Lower max_iter"]),
+    ({"n_passes": 1e9}, ["n_passes=1000000000.0", "Lower max_iter or n_passes"]),
+    # 10^9 features per iteration: coefficients and cached blocks need 9 TiB
+    ({"n_features_per_iter": 10**9, "max_iter": 100},
+     ["n_features_per_iter=1000000000", "feature_cache='regenerate'"]),
+    ({"n_features_per_iter": 10**9, "max_iter": 100, "feature_cache": "regenerate"},
+     ["n_features_per_iter=1000000000", "Lower max_iter"]),
+])
+def test_size_parameters_beyond_the_memory_are_refused(params, names):
+    X, y_semi, _ = small_problem()
+    with pytest.raises(MemoryError) as error:
+        TSGS3VM(random_state=0, **params).fit(X, y_semi)
+    message = str(error.value)
+    assert "bytes" in message and "memory of this machine" in message
+    for name in names:
+        assert name in message
+
+
+def test_memory_check_counts_iterations_times_features(monkeypatch):
+    # T m (8 + (d + 1) 4) bytes with float32 cached blocks (d = 2, m = 16), plus 25 kB of an
+    # iteration's features: 45 kB at T = 64 fit in 100 kB, 230 kB at T = 640 do not
+    from stochsvm._core import kernels
+
+    X, y_semi, _ = small_problem()
+    monkeypatch.setattr(kernels, "machine_memory_bytes", lambda: 100_000)
+    TSGS3VM(max_iter=64, n_features_per_iter=16, step_schedule="constant",
+            random_state=0).fit(X, y_semi)
+    with pytest.raises(MemoryError, match="640 iterations"):
+        TSGS3VM(max_iter=640, n_features_per_iter=16, step_schedule="constant",
+                random_state=0).fit(X, y_semi)

@@ -20,6 +20,7 @@ out, before anything is allocated.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numba
 import numpy as np
@@ -33,6 +34,8 @@ __all__ = [
     "kernel_block",
     "check_kernel_budget",
     "check_memory_budget",
+    "check_machine_memory",
+    "machine_memory_bytes",
     "resolve_kernel_dtype",
 ]
 
@@ -136,6 +139,46 @@ def check_memory_budget(n_bytes, max_memory_mb, what, advice):
         raise MemoryError(
             f"{what} needs {n_bytes / 2**20:.1f} MiB, more than max_memory_mb="
             f"{max_memory_mb:g} MiB. {advice}")
+
+
+def machine_memory_bytes():
+    """Physical memory of this machine in bytes, or ``None`` when the platform does not say
+    (``os.sysconf`` pages times page size: Linux and most Unix systems)."""
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES")
+        page_size = os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+    if pages <= 0 or page_size <= 0:
+        return None
+    return int(pages) * int(page_size)
+
+
+def check_machine_memory(n_bytes, what, advice, limit_bytes=None):
+    """Raise ``MemoryError`` when ``n_bytes`` exceed the memory of the machine.
+
+    For allocations whose size a parameter sets (anchors, iterations, features per
+    iteration) and which have no ``max_memory_mb`` of their own: more than the physical memory
+    can never succeed, and NumPy would fail with a bare "Unable to allocate" (or, with memory
+    overcommit, the process would be killed later). ``what`` names the allocation and the
+    parameters that size it, ``advice`` the way out; ``limit_bytes`` replaces the machine's
+    memory (tests). Nothing is checked when neither is known.
+    """
+    limit = machine_memory_bytes() if limit_bytes is None else limit_bytes
+    if limit is None:
+        return
+    if n_bytes > limit:
+        raise MemoryError(
+            f"{what} needs {_readable_bytes(n_bytes)} ({n_bytes:.3g} bytes), more than the "
+            f"{_readable_bytes(limit)} of memory of this machine. {advice}")
+
+
+def _readable_bytes(n_bytes):
+    """``n_bytes`` in MiB, GiB or TiB, whichever reads best."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30)):
+        if n_bytes >= size:
+            return f"{n_bytes / size:.1f} {unit}"
+    return f"{n_bytes / 2**20:.1f} MiB"
 
 
 def check_kernel_budget(n_rows, n_columns, memory_budget, advice):

@@ -41,16 +41,19 @@ class TrainingMonitor:
         provides them (they are not stored in ``history_``).
     label : str
         Prefix of the verbose lines (estimator name and, for one-vs-rest, the class).
+    problem : int or None
+        Index of the one-vs-rest binary problem; every record gets it as ``"problem"``.
     """
 
     def __init__(self, tol=None, n_iter_no_change=5, stop_key="objective", verbose=0,
-                 callback=None, label=""):
+                 callback=None, label="", problem=None):
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.stop_key = stop_key
         self.verbose = verbose
         self.callback = callback
         self.label = label
+        self.problem = problem
         self.history = []
         self.start = time.perf_counter()
         self._best = np.inf
@@ -64,6 +67,8 @@ class TrainingMonitor:
         """Store one record; return ``True`` when training should stop."""
         entry = dict(entry)
         entry.setdefault("seconds", self.elapsed())
+        if self.problem is not None:
+            entry.setdefault("problem", self.problem)
         self.history.append(entry)
         if self.verbose:
             fields = ", ".join(

@@ -27,10 +27,15 @@ import math
 import numba
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .state import ArrayField, FloatField, IntField, merged_fields
 from .validation import check_choice, check_positive, check_positive_int
 
 __all__ = [
@@ -266,6 +271,21 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         Seed of the block stream (block 0 holds the features).
     n_features_in_ : int
     """
+
+    _fitted_fields = {
+        "n_features_in_": IntField(minimum=1),
+        "feature_names_in_": ArrayField("str", ("n_features",), optional=True),
+        "seed_": IntField(minimum=0),
+        "random_weights_": ArrayField("float", ("n_features", "n_components")),
+        "random_offset_": ArrayField("float", ("n_components",)),
+        "_gamma": FloatField(minimum=0.0, strict=True),
+        "_n_features_out": IntField(minimum=1, symbol="n_components"),
+    }
+
+    @classmethod
+    def fitted_fields(cls):
+        """The declared fitted state (see :mod:`stochsvm._core.state`)."""
+        return merged_fields(cls)
 
     def __init__(self, *, gamma=1.0, n_components=100, random_state=None, kernel="rbf"):
         self.gamma = gamma

@@ -21,6 +21,7 @@ __all__ = [
     "check_positive_int",
     "check_choice",
     "check_sample_weight",
+    "check_class_weight_dict",
     "validate_training_data",
     "validate_prediction_data",
     "check_at_least_two_classes",
@@ -80,7 +81,7 @@ def _reject_bad_sparse(X):
         raise ValueError("Complex sparse data is not supported; pass real-valued features.")
 
 
-def validate_training_data(estimator, X, y, reset=True):
+def validate_training_data(estimator, X, y, reset=True, check_targets=True):
     """Validate ``(X, y)`` for ``fit``: finite floats, dense or CSR, matching lengths.
 
     Returns ``X`` as a C-contiguous float32/float64 array or a canonical CSR matrix (sorted
@@ -97,7 +98,8 @@ def validate_training_data(estimator, X, y, reset=True):
         reset=reset,
         y_numeric=False,
     )
-    check_classification_targets(y)
+    if check_targets:
+        check_classification_targets(y)
     if sp.issparse(X):
         X = _canonical_csr(X)
     return X, y
@@ -151,6 +153,38 @@ def check_sample_weight(sample_weight, n_samples):
     return weights
 
 
+def check_class_weight_dict(class_weight, classes, y):
+    """Per-class weights (aligned with ``classes``) from a ``{class: weight}`` dict.
+
+    Every weight must be a finite number ``>= 0`` and at least one class present in ``y``
+    must keep a positive weight: a negative weight would invert the class's loss and train a
+    model that predicts the opposite of the data, silently.
+    """
+    if not isinstance(class_weight, dict):
+        raise ValueError(
+            f"class_weight={class_weight!r} is not valid; use None, 'balanced' or a dict "
+            "{class: weight}.")
+    unknown = [label for label in class_weight if label not in set(classes.tolist())]
+    if unknown:
+        raise ValueError(
+            f"class_weight names classes {unknown!r} that are not in the training labels "
+            f"{classes.tolist()!r}.")
+    weights = np.ones(len(classes), dtype=np.float64)
+    for index, label in enumerate(classes.tolist()):
+        if label in class_weight:
+            value = class_weight[label]
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
+                    or not np.isfinite(value) or value < 0:
+                raise ValueError(
+                    f"class_weight[{label!r}] = {value!r}; class weights must be finite "
+                    "numbers >= 0.")
+            weights[index] = float(value)
+    present = np.isin(classes, y)
+    if not np.any(weights[present] > 0):
+        raise ValueError("class_weight is zero for every class in y; nothing to learn from.")
+    return weights
+
+
 def split_semi_supervised_labels(y, unlabeled_label=-1):
     """Split a scikit-learn semi-supervised label vector into labeled and unlabeled parts.
 
@@ -183,6 +217,12 @@ def split_semi_supervised_labels(y, unlabeled_label=-1):
         raise ValueError(
             f"Every sample is unlabeled (y == {unlabeled_label!r}); a semi-supervised "
             "classifier needs labeled samples of at least two classes.")
+    try:
+        check_classification_targets(y[labeled_mask])
+    except ValueError as error:
+        raise ValueError(
+            f"The labels of the labeled samples (y != {unlabeled_label!r}) are not class "
+            f"labels: {error}") from None
     classes = np.unique(y[labeled_mask])
     if len(classes) < 2:
         raise ValueError(

@@ -19,10 +19,13 @@ classifier :math:`a = y/m`.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._core.base import BaseClassifier, fit_context, problem_seeds
 from .._core.kernels import (
     KERNELS,
     check_memory_budget,
@@ -30,44 +33,75 @@ from .._core.kernels import (
     resolve_gamma,
     resolve_kernel_dtype,
 )
+from .._core.state import ArrayField, FloatField, IntField, StrField
 from .._core.validation import (
     check_at_least_two_classes,
-    check_choice,
-    check_nonnegative,
-    check_positive,
     check_sample_weight,
     validate_prediction_data,
     validate_training_data,
 )
 
-__all__ = ["BaseKernelClassifier", "check_gram_budget", "matvec"]
+__all__ = ["BaseKernelClassifier", "KERNEL_PARAMETER_CONSTRAINTS", "check_gram_budget",
+           "matvec"]
 
 # rows per chunk of the prediction and objective kernel blocks (float64 temporaries)
 _PREDICTION_CHUNK_BYTES = 64 * 2**20
 
+#: the kernel parameters shared by the kernel and semi-supervised families
+KERNEL_PARAMETER_CONSTRAINTS = {
+    "kernel": [StrOptions(set(KERNELS))],
+    "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+    "degree": [Interval(Integral, 0, None, closed="left")],
+    "coef0": [Interval(Real, None, None, closed="neither")],
+    "kernel_dtype": [StrOptions({"float64", "float32"}), type],
+    "max_memory_mb": [Interval(Real, 0, None, closed="neither")],
+}
 
-class BaseKernelClassifier(ClassifierMixin, BaseEstimator):
-    """Base class: validation, one-vs-rest, prediction and the objective.
+
+class BaseKernelClassifier(BaseClassifier):
+    """Base class: kernel resolution, one-vs-rest, prediction and the objective.
 
     Subclasses define ``_resolve_parameters(n_samples)`` and
-    ``_fit_binary(X, signs, weights, rng, index) -> (coefficients, history, n_iter)``, where
-    ``coefficients`` has one entry per training sample (zeros outside the support).
+    ``_fit_binary(X, signs, weights, rng, index) -> (coefficients, history, n_iter)`` (or
+    with a fourth item, a dict of per-problem values collected in ``_problem_extras``), where
+    ``coefficients`` has one entry per training sample (zeros outside the support). It may run
+    in a worker process (``n_jobs``), so it returns what it computes instead of storing it.
     """
 
-    def _kernel(self, A, B, out=None):
+    _parameter_constraints = {
+        "C": [Interval(Real, 0, None, closed="neither")],
+        **KERNEL_PARAMETER_CONSTRAINTS,
+        "random_state": ["random_state"],
+        "callback": [callable, None],
+    }
+
+    _fitted_fields = {
+        "support_": ArrayField("int", ("n_support",), minimum=0),
+        "support_vectors_": ArrayField("float", ("n_support", "n_features"), sparse=True),
+        "dual_coef_": ArrayField("float", ("n_problems", "n_support")),
+        "_kernel_name": StrField(KERNELS),
+        "_gamma": FloatField(minimum=0.0, strict=True),
+        "_degree": IntField(minimum=0),
+        "_coef0": FloatField(),
+        "_kernel_dtype": StrField(("float64", "float32")),
+        "_max_memory_mb": FloatField(minimum=0.0, strict=True),
+        "_C": FloatField(minimum=0.0, strict=True),
+    }
+
+    def _kernel_values(self, A, B, out=None):
+        """The kernel block :math:`k(A_i, B_j)` with the fitted kernel parameters."""
         return kernel_block(A, B, self._kernel_name, self._gamma, self._degree, self._coef0,
                             dtype=self._kernel_dtype, out=out)
 
     def _resolve_kernel(self, X):
-        self._kernel_name = check_choice(self.kernel, "kernel", KERNELS)
+        self._kernel_name = self.kernel
         self._gamma = resolve_gamma(self.gamma, X)
-        self._degree = check_nonnegative(self.degree, "degree")
+        self._degree = int(self.degree)
         self._coef0 = float(self.coef0)
-        if not np.isfinite(self._coef0):
-            raise ValueError(f"coef0={self.coef0!r} must be a finite number.")
         self._kernel_dtype = resolve_kernel_dtype(self.kernel_dtype).name
-        self._max_memory_mb = check_positive(self.max_memory_mb, "max_memory_mb")
+        self._max_memory_mb = float(self.max_memory_mb)
 
+    @fit_context
     def fit(self, X, y, sample_weight=None):
         """Fit one binary problem (two classes) or one per class (one-vs-rest).
 
@@ -83,33 +117,28 @@ class BaseKernelClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         X, y = validate_training_data(self, X, y)
-        if X.shape[0] == 0:
-            raise ValueError("Found array with 0 sample(s); at least one is required.")
         self.classes_ = np.unique(y)
         check_at_least_two_classes(self.classes_)
         weights = check_sample_weight(sample_weight, X.shape[0])
-        self._C = check_positive(self.C, "C")
+        self._C = float(self.C)
         self._resolve_kernel(X)
         self._resolve_parameters(X.shape[0])
-        rng = np.random.RandomState(self.random_state)
-        if len(self.classes_) == 2:
-            problems = [np.where(y == self.classes_[1], 1.0, -1.0)]
-        else:
-            problems = [np.where(y == label, 1.0, -1.0) for label in self.classes_]
-        coefficients, self.history_, n_iters = [], [], []
-        for index, signs in enumerate(problems):
-            a, history, n_iter = self._fit_binary(X, signs, weights, rng, index)
-            coefficients.append(a)
-            for entry in history:
-                entry["problem"] = index
-            self.history_.extend(history)
-            n_iters.append(n_iter)
-        coefficients = np.vstack(coefficients)
+        problems = self._signed_labels(y)
+        random_state, seeds = problem_seeds(self.random_state, len(problems))
+        results = self._solve_problems(self._fit_binary, [
+            (X, signs, weights,
+             random_state if seed is None else np.random.RandomState(seed), index)
+            for index, (signs, seed) in enumerate(zip(problems, seeds))])
+        coefficients = np.vstack([result[0] for result in results])
+        self.history_ = self._flat_history([result[1] for result in results])
+        extras = [result[3] if len(result) > 3 else {} for result in results]
+        if any(extras):
+            self._problem_extras = extras
         support = np.flatnonzero(np.any(coefficients != 0.0, axis=0))
         self.support_ = support
         self.support_vectors_ = X[support]
         self.dual_coef_ = coefficients[:, support]
-        self.n_iter_ = int(max(n_iters))
+        self.n_iter_ = int(max(result[2] for result in results))
         return self
 
     def _chunk_rows(self, n_columns):
@@ -127,7 +156,7 @@ class BaseKernelClassifier(ClassifierMixin, BaseEstimator):
         if len(self.support_):
             chunk = self._chunk_rows(len(self.support_))
             for start in range(0, X.shape[0], chunk):
-                block = self._kernel(X[start:start + chunk], self.support_vectors_)
+                block = self._kernel_values(X[start:start + chunk], self.support_vectors_)
                 scores[start:start + chunk] = block @ self.dual_coef_.T
         return scores.ravel() if scores.shape[1] == 1 else scores
 
@@ -144,7 +173,7 @@ class BaseKernelClassifier(ClassifierMixin, BaseEstimator):
         n_support = len(self.support_)
         chunk = self._chunk_rows(n_support)
         for start in range(0, n_support, chunk):
-            block = self._kernel(self.support_vectors_[start:start + chunk],
+            block = self._kernel_values(self.support_vectors_[start:start + chunk],
                                  self.support_vectors_)
             values += np.einsum("ki,ik->k", self.dual_coef_[:, start:start + chunk],
                                 block @ self.dual_coef_.T)
@@ -181,10 +210,6 @@ class BaseKernelClassifier(ClassifierMixin, BaseEstimator):
             total += self._C * np.sum(weights * np.maximum(0.0, 1.0 - signs * scores[:, index]))
         return float(total)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 def check_gram_budget(n_rows, n_columns, dtype, max_memory_mb, what, advice):

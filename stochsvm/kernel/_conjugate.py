@@ -31,13 +31,30 @@ and :math:`\langle g(t), d\rangle = \varphi'(t)` (the same number in the Euclide
 kernel metric). A point outside :math:`L \cup R` is either beyond the sufficient-decrease line
 or past the minimizer (:math:`\varphi'(t) \ge 0`); Alg. 2 treats it, as it treats
 :math:`R \setminus L`, as a step that is too long.
+
+*Null step*: when Alg. 2 ends with :math:`t = 0` (step 11) it also returns the last trial it
+evaluated, a point that was too long. By convexity,
+:math:`\varphi(t) - \varphi(0) \le t\varphi'(t)`, so a point outside :math:`L` has
+:math:`\varphi'(t) > -m_1\|d\|^2`, and a point past the minimizer has
+:math:`\varphi'(t) \ge 0`: in both cases a subgradient :math:`g` there satisfies
+:math:`\langle g, d\rangle > -\|d\|^2`, and the next minimum-norm point
+:math:`Nr\{-d, g\}` is strictly shorter than :math:`d` (Wolfe's null step). A trial that was
+never evaluated carries no such guarantee: its subgradient may equal the one at the start
+and leave the direction unchanged.
+
+*Scale* (:func:`line_minimizer`): the exact minimizer of :math:`\varphi` along the first
+direction :math:`-g_0` gives the length :math:`t^*\|g_0\|` of the best first step. Unlike
+:math:`\|g_0\|`, which grows like ``C``, this length stays bounded as ``C`` grows (the
+minimizer of :math:`\varphi` puts the margins near 1), so trust radii and tolerances measured
+in it mean the same thing at any ``C``.
 """
 
 from __future__ import annotations
 
 import numba
 
-__all__ = ["line_search", "minimum_norm_weight", "line_values"]
+__all__ = ["line_search", "line_minimizer", "first_step_length", "minimum_norm_weight",
+           "line_values"]
 
 # outcome codes of line_search (also stored in history_)
 STEP_IN_L_AND_R, STEP_CAPPED, STEP_ZERO, STEP_BISECTION_LIMIT = 0, 1, 2, 3
@@ -107,8 +124,11 @@ def line_search(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_star
     m1, m2 : float
         Sufficient decrease and curvature constants, :math:`m_2 < m_1`.
     max_halvings : int
-        Bound on the bisection steps 6-8 and on the doublings; when reached, the left end of
-        the bracket (a point of :math:`L`) is returned.
+        Bound on the bisection steps 6-8 and on the doublings. When the bisection reaches it,
+        the bracket has closed on a kink of :math:`\varphi` where :math:`L \cap R` is empty:
+        its right end is returned when it lies in :math:`L` (there
+        :math:`\varphi' \ge 0 > -m_2\|d\|^2`, Wolfe's original conditions), its left end (a
+        point of :math:`L`) otherwise.
 
     Returns
     -------
@@ -116,7 +136,9 @@ def line_search(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_star
         A step in :math:`L \cap R`, a step of :math:`L` capped by :math:`t_{high}`, or 0.
     last_trial : float
         The last step evaluated (Wolfe's null step: the point whose subgradient enriches the
-        next direction when ``step == 0``).
+        next direction when ``step == 0``; a too-long point, so that subgradient shortens
+        the next direction, see the module docstring). Below :math:`2 t_{low}` when
+        ``step == 0`` and the first trial was not below :math:`t_{low}` already.
     outcome : int
         0: :math:`t \in L\cap R`; 1: capped by :math:`t_{high}`; 2: :math:`t = 0`;
         3: bisection limit reached.
@@ -156,9 +178,10 @@ def line_search(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_star
         # step 9: halve until t in L or t||d|| < b (a point of L past the minimizer,
         # phi'(t) >= 0, is too long like the points of R \ L: halving continues)
         while True:
+            if 0.5 * t < t_low:
+                # step 11; t is the last trial evaluated (too long): Wolfe's null step
+                return 0.0, t, 2
             t = 0.5 * t
-            if t < t_low:
-                return 0.0, t, 2  # step 11
             value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
             in_l = value - base <= -decrease * t
             if in_l and 0.0 > slope >= curvature:
@@ -167,6 +190,7 @@ def line_search(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_star
                 lower, upper = t, 2.0 * t  # I = [t, 2t], step 12
                 break
     # steps 6-8: bisection of I while t not in L and R
+    upper_in_l = False
     for _ in range(max_halvings):
         t = 0.5 * (lower + upper)
         value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
@@ -177,4 +201,75 @@ def line_search(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_star
             lower = t  # too short: right half
         else:
             upper = t  # too long: left half
+            upper_in_l = in_l
+    if upper_in_l:
+        # the bracket has shrunk onto a kink where phi' jumps from below -m2||d||^2 to >= 0,
+        # so L and R are disjoint there; the right end is in L with phi' >= -m2||d||^2 (the
+        # conditions of Wolfe's line search): past the kink, its subgradient carries the
+        # kink's hinge term into the next direction
+        return upper, upper, 3
     return lower, t, 3
+
+
+@numba.njit(cache=True)
+def line_minimizer(margins, step_margins, costs, d_Q_a, d_Q_d, t_guess, max_halvings):
+    r"""Minimizer of the convex piecewise quadratic :math:`\varphi` along :math:`d`.
+
+    Doubles ``t_guess`` until :math:`\varphi'(t) \ge 0` (at most ``max_halvings`` times),
+    then bisects the bracket ``max_halvings`` times on the sign of :math:`\varphi'`.
+
+    Parameters
+    ----------
+    margins, step_margins, costs, d_Q_a, d_Q_d
+        As in :func:`line_search`.
+    t_guess : float
+        Positive first upper bound (1 along :math:`-g_0` in the RKHS metric, where
+        :math:`\varphi'(1) \ge 0`).
+    max_halvings : int
+        Bound on the doublings and on the bisection steps.
+
+    Returns
+    -------
+    float
+        0 when :math:`\varphi'(0) \ge 0` (``d`` is not a descent direction); otherwise the
+        right end of the final bracket, where :math:`\varphi' \ge 0` (or the last doubled
+        step when :math:`\varphi` still decreases there).
+    """
+    _, slope = _value_and_slope(0.0, margins, step_margins, costs, d_Q_a, d_Q_d)
+    if not slope < 0.0:
+        return 0.0
+    lower = 0.0
+    upper = t_guess
+    bracketed = False
+    for _ in range(max_halvings):
+        _, slope = _value_and_slope(upper, margins, step_margins, costs, d_Q_a, d_Q_d)
+        if slope >= 0.0:
+            bracketed = True
+            break
+        lower = upper
+        upper = 2.0 * upper
+    if not bracketed:
+        return lower
+    for _ in range(max_halvings):
+        middle = 0.5 * (lower + upper)
+        _, slope = _value_and_slope(middle, margins, step_margins, costs, d_Q_a, d_Q_d)
+        if slope < 0.0:
+            lower = middle
+        else:
+            upper = middle
+    return upper
+
+
+def first_step_length(margins, step_margins, costs, d_Q_a, d_Q_d, norm):
+    r"""Length :math:`t^*\|d\|` of the exact minimizing step along the first direction.
+
+    The unit of the trust radii, tolerances and first trial steps of both conjugate
+    subgradient solvers (see the module docstring). ``norm`` is :math:`\|d\|` in the metric of
+    the method; the result is ``norm`` itself when :math:`d` is not a descent direction or
+    ``norm`` is 0 (1 then).
+    """
+    if not norm > 0.0:
+        return 1.0
+    step = line_minimizer(margins, step_margins, costs, d_Q_a, d_Q_d, 1.0, 60)
+    length = step * norm
+    return length if length > 0.0 else norm

@@ -34,8 +34,11 @@ One epoch is :math:`m` steps; ``history_`` records the objective after every epo
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numba
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._core.monitor import TrainingMonitor
 from .._core.validation import check_positive_int
@@ -80,6 +83,9 @@ class KernelPegasosSVC(BaseKernelClassifier):
     kernel_dtype : {"float64", "float32"}, default="float64"
     max_memory_mb : float, default=2048
         Budget for one kernel block, in mebibytes.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState or None, default=None
     verbose : int, default=0
     callback : callable or None, default=None
@@ -95,9 +101,14 @@ class KernelPegasosSVC(BaseKernelClassifier):
         training set), ``support`` (number of nonzero coefficients), ``seconds``, ``problem``.
     """
 
+    _parameter_constraints = {
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "chunk_size": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, max_iter=5,
                  chunk_size=256, kernel_dtype="float64", max_memory_mb=2048,
-                 random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -108,6 +119,7 @@ class KernelPegasosSVC(BaseKernelClassifier):
         self.kernel_dtype = kernel_dtype
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -136,7 +148,7 @@ class KernelPegasosSVC(BaseKernelClassifier):
                 chunk = min(self._chunk_size, budget_rows, n - start)
                 rows = draws[start:start + chunk]
                 columns = np.union1d(support, rows)
-                block = np.ascontiguousarray(self._kernel(X[rows], X[columns]),
+                block = np.ascontiguousarray(self._kernel_values(X[rows], X[columns]),
                                              dtype=np.float64)
                 column_coefficients = counts[columns] * signs[columns]
                 step = _pegasos_chunk(block, np.searchsorted(columns, rows),
@@ -160,7 +172,7 @@ class KernelPegasosSVC(BaseKernelClassifier):
         scores = np.zeros(X.shape[0])
         chunk = self._chunk_rows(len(support))
         for start in range(0, X.shape[0], chunk):
-            scores[start:start + chunk] = (self._kernel(X[start:start + chunk], X[support])
+            scores[start:start + chunk] = (self._kernel_values(X[start:start + chunk], X[support])
                                            @ a[support])
         value = 0.5 * float(a @ scores)
         return value + self._C * float(weights @ np.maximum(0.0, 1.0 - signs * scores))

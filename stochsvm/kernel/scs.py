@@ -63,19 +63,37 @@ Implementation choices (each one stated where the paper leaves room)
   :math:`a \in \mathbb{R}^{|S_k|}` (the coefficient gradient :math:`Q(a - v)`); on breast
   cancer at ``C=1`` it needs several times more iterations for the same objective.
 * **Scale.** ``tol``, ``delta_init``, ``delta_min`` and ``delta_max`` are in units of
-  :math:`\|g_0\|`, the norm of the first subgradient (at :math:`a = 0`), so that the defaults
-  work for any ``C``: in the RKHS metric a unit step along :math:`-g_0` is the exact minimizer
-  of the quadratic part.
+  :math:`r_0 = t^*\|g_0\|`, the length of the exact minimizing step of :math:`f_0` along
+  :math:`-g_0` from :math:`a = 0`
+  (:func:`~stochsvm.kernel._conjugate.first_step_length`). With the paper's
+  :math:`C = 1/m` this is :math:`\|g_0\|` (the unit step is exact); :math:`\|g_0\|` grows like
+  ``C`` while :math:`r_0` stays bounded (3 to 11 on breast cancer and digits for any
+  :math:`C \ge 1`), so the same defaults fit every ``C``. In units of :math:`\|g_0\|` the
+  first trials at ``C = 1e4`` on breast cancer were four orders of magnitude too long (the
+  first 8 iterations were null steps: a zero model at ``max_iter=5``, and at ``C = 1e6``
+  still at ``max_iter=10``), ``delta_min`` was longer than the steps the kinks allow, and
+  ``tol`` (:math:`10^{-3}\|g_0\| \approx 2000`) let the same rule in Wolfe's method stop 84%
+  above the optimum.
 * **Initial direction.** :math:`d_0 = -g_0` (Alg. 1 step 4 with the sign that makes
   :math:`-d_0 \in \partial f_0(\hat a_0)`).
 * **Null steps.** When Alg. 2 returns :math:`t = 0` the incumbent does not move; if the sample
   no longer grows, the same :math:`g_{k+1}` would give the same direction again. As in
-  Wolfe's method, :math:`g_{k+1}` is then taken at the last trial point of the line search
-  (:math:`\hat a_k + t d_k` with :math:`t\|d_k\| < \delta/n`), an :math:`\varepsilon`-subgradient
-  at the incumbent that makes the next :math:`\|d\|` shorter. When a direction built this way
-  (or from :math:`-d_{k-1}`) is shorter than :math:`\varepsilon`, it is reset to
-  :math:`-g` with :math:`g` taken at the incumbent (Wolfe's reset), so that the stopping rule
-  is only met when a subgradient at the incumbent itself is short.
+  Wolfe's method, :math:`g_{k+1}` is then taken at the last trial point the line search
+  evaluated (:math:`\hat a_k + t d_k` with :math:`t\|d_k\| < 2\delta/n`), a point where
+  :math:`\langle g, d_k\rangle > -\|d_k\|^2`, so the next :math:`\|d\|` is strictly shorter.
+  A bound on the distance from the incumbent of the points whose subgradients make up
+  :math:`d` is kept; when :math:`\|d\| < \varepsilon` but that distance exceeds
+  :math:`\delta_{min}` (the direction carries subgradients from before an accepted step),
+  :math:`d` is reset to :math:`-g` with :math:`g` taken at the incumbent (Wolfe's reset).
+  A short direction built from null steps near the incumbent is kept: it is the
+  :math:`(\varepsilon, \delta_{min})`-stationarity certificate of the stopping rule
+  (resetting it made the method cycle between the reset and the same null steps).
+* **Exact sample.** Once :math:`S_k` holds every training sample, :math:`f_k` is the
+  objective itself and the ratio test of steps 12-16 uses :math:`f_k` (no sample estimates it
+  better); a validation sample would only add noise, which at large ``C`` (a few hinge terms
+  carry the decrease) rejected most steps and shrank the radius to :math:`\delta_{min}`.
+* **No silent zero model.** A fit that accepts no step in a binary problem warns
+  (``ConvergenceWarning``) that its model is zero.
 * **Validation sample.** :math:`T_k` is a fresh uniform draw (with replacement, independent
   of :math:`S_k`) of :math:`\min(|S_k|, \text{validation\_size})` training points; the paper
   takes :math:`|T_k| = |S_k|`, which ``validation_size >= max_samples`` reproduces. Points of
@@ -94,11 +112,14 @@ Implementation choices (each one stated where the paper leaves room)
 from __future__ import annotations
 
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.monitor import TrainingMonitor
+from .._core.state import ArrayField
 from .._core.validation import (
     check_choice,
     check_fraction,
@@ -106,7 +127,7 @@ from .._core.validation import (
     check_positive_int,
 )
 from ._base import BaseKernelClassifier, check_gram_budget, matvec
-from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
+from ._conjugate import STEP_ZERO, first_step_length, line_search, minimum_norm_weight
 
 __all__ = ["SCSKernelSVC"]
 
@@ -139,12 +160,16 @@ class SCSKernelSVC(BaseKernelClassifier):
         Bound on :math:`|S_k|`; :math:`Q^k` is preallocated at this size (or the number of
         training samples when smaller). Must be ``>= initial_samples``.
     tol : float, default=1e-3
-        :math:`\varepsilon`: stop when :math:`\|d_k\| < \varepsilon\|g_0\|` and
-        :math:`\delta_k \le \delta_{min}`.
+        :math:`\varepsilon`: stop when :math:`\|d_k\| < \varepsilon r_0` and
+        :math:`\delta_k \le \delta_{min}`, with :math:`r_0` the length of the exact
+        minimizing first step along :math:`-g_0` (equal to :math:`\|g_0\|` at
+        ``C = 1 / n_samples``; bounded as ``C`` grows, where :math:`\|g_0\|` grows like ``C``).
     max_iter : int, default=1000
         Bound on the iterations per binary problem (``ConvergenceWarning`` when reached).
+        Large ``C`` needs more: on breast cancer (standardized) at ``C=1000`` the objective is
+        8% above the optimum after 1000 iterations and 1.2% after 3000.
     delta_init, delta_min, delta_max : float, default=1e-2, 1e-7, 10.0
-        :math:`\delta_0, \delta_{min}, \delta_{max}` (units of :math:`\|g_0\|`), with
+        :math:`\delta_0, \delta_{min}, \delta_{max}` (units of :math:`r_0`), with
         ``delta_min < delta_init < delta_max`` (Alg. 1 step 1).
     eta1 : float, default=0.1
         :math:`\eta_1 \in (0, 1)`: fraction of the model decrease that the validation sample
@@ -170,6 +195,9 @@ class SCSKernelSVC(BaseKernelClassifier):
         Budget for :math:`Q^k` and the validation columns, in mebibytes. The default holds
         ``max_samples=20000`` in float64 (3052 MiB); ``kernel_dtype="float32"`` doubles the
         reach of any budget.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState or None, default=None
     verbose : int, default=0
         ``> 0`` prints one line per iteration.
@@ -206,13 +234,34 @@ class SCSKernelSVC(BaseKernelClassifier):
     True
     """
 
+    _fitted_fields = {"sample_size_": ArrayField("int", ("n_problems",), minimum=0)}
+
+    _parameter_constraints = {
+        "initial_samples": [Interval(Integral, 1, None, closed="left")],
+        "samples_per_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_samples": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "delta_init": [Interval(Real, 0, None, closed="neither")],
+        "delta_min": [Interval(Real, 0, None, closed="neither")],
+        "delta_max": [Interval(Real, 0, None, closed="neither")],
+        "eta1": [Interval(Real, 0, 1, closed="both")],
+        "eta2": [Interval(Real, 0, None, closed="neither")],
+        "radius_factor": [Interval(Real, 0, None, closed="neither")],
+        "sufficient_decrease": [Interval(Real, 0, None, closed="neither")],
+        "curvature": [Interval(Real, 0, None, closed="neither")],
+        "shortest_step_divisor": [Interval(Integral, 1, None, closed="left")],
+        "validation_size": [Interval(Integral, 1, None, closed="left")],
+        "metric": [StrOptions({"rkhs", "euclidean"})],
+    }
+
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                  initial_samples=100, samples_per_iter=50, max_samples=10000, tol=1e-3,
                  max_iter=1000, delta_init=1e-2, delta_min=1e-7, delta_max=10.0, eta1=0.1,
                  eta2=1e-3, radius_factor=2.0, sufficient_decrease=0.4, curvature=0.3,
                  shortest_step_divisor=8, validation_size=200, metric="rkhs",
-                 kernel_dtype="float64", max_memory_mb=4096, random_state=None, verbose=0,
-                 callback=None):
+                 kernel_dtype="float64", max_memory_mb=4096, n_jobs=None, random_state=None,
+                 verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -237,6 +286,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.kernel_dtype = kernel_dtype
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -303,7 +353,7 @@ class SCSKernelSVC(BaseKernelClassifier):
 
         size = self._initial_samples
         position[order[:size]] = np.arange(size)
-        self._kernel(X[order[:size]], X[order[:size]], out=gram[:size, :size])
+        self._kernel_values(X[order[:size]], X[order[:size]], out=gram[:size, :size])
 
         a = np.zeros(capacity)  # incumbent coefficients on S_k (zero beyond |S_k|)
         q_a = np.zeros(capacity)  # Q a
@@ -331,34 +381,45 @@ class SCSKernelSVC(BaseKernelClassifier):
         g, q_g = subgradient(a, q_a, size, costs)
         d[:size] = -g
         q_d[:size] = -q_g
-        scale = np.sqrt(max(inner(g, q_g, g, q_g), 0.0))
-        if scale == 0.0:
-            scale = 1.0
+        norm = np.sqrt(max(inner(g, q_g, g, q_g), 0.0))
+        # unit of tol and of the radii: the length of the exact minimizing step of f_0 along
+        # d_0 (||g_0|| grows like C, this length stays bounded; both agree at C = 1/m)
+        scale = first_step_length(labels[:size] * q_a[:size], labels[:size] * q_d[:size],
+                                  costs, float(d[:size] @ q_a[:size]),
+                                  float(d[:size] @ q_d[:size]), norm)
         delta = self._delta_init * scale
         delta_min, delta_max = self._delta_min * scale, self._delta_max * scale
         epsilon = self._tol * scale
         null_step = 0.0  # Wolfe's null step: where the next subgradient is taken
+        spread = 0.0  # bound on the distance from the incumbent of the points aggregated in d
+        accepted_steps = 0
         converged = False
         iteration = 0
         for iteration in range(1, self._max_iter + 1):
             # step 6: g_k in the subdifferential of f_{k-1}, d_k = -Nr{-d_{k-1}, g_k}
             if null_step > 0.0:
+                distance = null_step * norm
                 g, q_g = subgradient(a + null_step * d, q_a + null_step * q_d, size, costs)
             else:
+                distance = 0.0
                 g, q_g = subgradient(a, q_a, size, costs)
             u, q_u = -d[:size], -q_d[:size]
             weight = minimum_norm_weight(inner(u, q_u, u, q_u), inner(u, q_u, g, q_g),
                                          inner(g, q_g, g, q_g))
             d[:size] = -(weight * u + (1.0 - weight) * g)
             q_d[:size] = -(weight * q_u + (1.0 - weight) * q_g)
+            spread = max(spread, distance) if weight > 0.0 else distance
             norm = np.sqrt(max(inner(d[:size], q_d[:size], d[:size], q_d[:size]), 0.0))
-            if norm < epsilon and (null_step > 0.0 or weight > 0.0):
-                # Wolfe's reset: the short direction was built from subgradients at other
-                # points; restart from a subgradient at the incumbent before trusting it
-                if null_step > 0.0:
+            if norm < epsilon and spread > delta_min:
+                # Wolfe's reset: the short direction aggregates subgradients taken farther than
+                # delta_min from the incumbent; restart from a subgradient at the incumbent.
+                # (A short direction built from null steps within delta_min of it is kept:
+                # it certifies the stopping rule, and resetting it would cycle.)
+                if distance > 0.0:
                     g, q_g = subgradient(a, q_a, size, costs)
                 d[:size], q_d[:size] = -g, -q_g
                 norm = np.sqrt(max(inner(g, q_g, g, q_g), 0.0))
+                spread = 0.0
             # step 7: Alg. 2 on f_{k-1}, t ||d|| in [delta / n, delta]
             step, last_trial, outcome = 0.0, 0.0, STEP_ZERO
             if norm > 0.0:
@@ -376,7 +437,7 @@ class SCSKernelSVC(BaseKernelClassifier):
             # steps 9-11: draw s_k, append its rows and columns to Q^k
             new_size = min(capacity, size + self._samples_per_iter)
             if new_size > size:
-                rows = append_samples(self._kernel, X, order, gram, size, new_size)
+                rows = append_samples(self._kernel_values, X, order, gram, size, new_size)
                 position[order[size:new_size]] = np.arange(size, new_size)
                 # products of the zero-padded vectors with the new rows (step 14)
                 old = rows[:, :size]
@@ -385,19 +446,24 @@ class SCSKernelSVC(BaseKernelClassifier):
                 q_d[size:new_size] = matvec(old, d[:size])
                 size = new_size
                 costs = C * sample_weights[:size] * (n / size)
-            # steps 12-13: validation sample T_k, independent of S_k
-            draw = rng.randint(0, n, size=min(size, self._validation_size))
-            check_costs = C * weights[draw] * (n / len(draw))
-            check_labels = signs[draw]
-            check_a, check_d = self._validation_scores(X, draw, position, order, size, a, d,
-                                                       q_a, q_d)
-            check_b = check_a + step * check_d
             quadratic_a = 0.5 * float(a[:size] @ q_a[:size])
             quadratic_b = 0.5 * float(b[:size] @ q_b[:size])
             model_a = quadratic_a + _hinge(costs, labels[:size] * q_a[:size])
             model_b = quadratic_b + _hinge(costs, labels[:size] * q_b[:size])
-            check_a = quadratic_a + _hinge(check_costs, check_labels * check_a)
-            check_b = quadratic_b + _hinge(check_costs, check_labels * check_b)
+            if size == n:
+                # S_k holds every training sample: f_k is the objective F itself, and the
+                # estimates of steps 12-13 are exact (no sample can estimate F better)
+                check_a, check_b = model_a, model_b
+            else:
+                # steps 12-13: validation sample T_k, independent of S_k
+                draw = rng.randint(0, n, size=min(size, self._validation_size))
+                check_costs = C * weights[draw] * (n / len(draw))
+                check_labels = signs[draw]
+                check_a, check_d = self._validation_scores(X, draw, position, order, size, a,
+                                                           d, q_a, q_d)
+                check_b = check_a + step * check_d
+                check_a = quadratic_a + _hinge(check_costs, check_labels * check_a)
+                check_b = quadratic_b + _hinge(check_costs, check_labels * check_b)
             # steps 14-16: incumbent and radius update (ratio test of Lemma 3.9)
             model_decrease = model_a - model_b
             accepted = (model_decrease > 0.0
@@ -407,6 +473,8 @@ class SCSKernelSVC(BaseKernelClassifier):
                 a, q_a = b, q_b
                 delta = min(self._radius_factor * delta, delta_max)
                 value = model_b
+                spread += step * norm  # d aggregates subgradients taken before the step
+                accepted_steps += 1
             else:
                 delta = max(delta / self._radius_factor, delta_min)
                 value = model_a
@@ -422,17 +490,23 @@ class SCSKernelSVC(BaseKernelClassifier):
                 converged = True
             if converged or stop:
                 break
-        if not converged and monitor.stopped_by is None:
-            limited = (" The sample reached max_samples="
-                       f"{self.max_samples}." if size == capacity and capacity < n else "")
+        limited = (" The sample reached max_samples="
+                   f"{self.max_samples}." if size == capacity and capacity < n else "")
+        if accepted_steps == 0 and monitor.stopped_by is None:
+            warnings.warn(
+                f"SCSKernelSVC accepted no step in {iteration} iterations: the model of "
+                f"problem {index} is zero (|S_k|={size}).{limited} Raise max_iter, lower "
+                f"delta_init, or check the data and C={self.C!r}.", ConvergenceWarning)
+        elif not converged and monitor.stopped_by is None:
             warnings.warn(
                 f"SCSKernelSVC stopped at max_iter={self._max_iter} before the stopping rule "
-                f"(||d_k|| < tol ||g_0|| and delta_k <= delta_min) held; |S_k|={size}."
-                f"{limited} Raise max_iter or tol.", ConvergenceWarning)
+                f"held: ||d_k|| = {norm / scale:.3g} (tol={self._tol:g}) and delta_k = "
+                f"{delta / scale:.3g} (delta_min={self._delta_min:g}), in units of the first "
+                f"step length; f_k = {value:.6g}, |S_k|={size}.{limited} Large C needs more "
+                "iterations: raise max_iter (or tol).", ConvergenceWarning)
         coefficients = np.zeros(n)
         coefficients[order[:size]] = a[:size]
-        self._sample_sizes.append(size)
-        return coefficients, monitor.history, iteration
+        return coefficients, monitor.history, iteration, {"sample_size": size}
 
     def _validation_scores(self, X, draw, position, order, size, a, d, q_a, q_d):
         """Decision values of the incumbent and of the direction at the points ``draw``.
@@ -452,7 +526,7 @@ class SCSKernelSVC(BaseKernelClassifier):
             chunk = max(1, int(4 * 2**20 // max(size, 1)))
             for start in range(0, len(outside), chunk):
                 rows = outside[start:start + chunk]
-                block = self._kernel(X[draw[rows]], X[order[:size]]) @ vectors
+                block = self._kernel_values(X[draw[rows]], X[order[:size]]) @ vectors
                 scores_a[rows] = block[:, 0]
                 scores_d[rows] = block[:, 1]
         return scores_a, scores_d
@@ -471,10 +545,9 @@ class SCSKernelSVC(BaseKernelClassifier):
         -------
         self
         """
-        self._sample_sizes = []
         super().fit(X, y, sample_weight)
-        self.sample_size_ = np.asarray(self._sample_sizes)
-        del self._sample_sizes
+        self.sample_size_ = np.asarray([extra["sample_size"] for extra in self._problem_extras])
+        del self._problem_extras
         return self
 
 

@@ -31,26 +31,29 @@ A subclass supplies the solver through four hooks:
 
 from __future__ import annotations
 
+import copy
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.losses import get_margin_loss
+from .._core.base import BaseClassifier, fit_context
+from .._core.losses import MARGIN_LOSSES, get_margin_loss
 from .._core.monitor import TrainingMonitor
 from .._core.penalties import get_penalty
+from .._core.state import ArrayField, FloatField, IntField, SolverStateField
 from .._core.validation import (
     check_at_least_two_classes,
-    check_fraction,
-    check_nonnegative,
-    check_positive,
-    check_positive_int,
+    check_class_weight_dict,
     check_sample_weight,
     validate_prediction_data,
     validate_training_data,
@@ -82,7 +85,7 @@ def linear_objective(X, y_signed, weights, coef, intercept, loss, penalty, alpha
     return float(np.dot(weights, losses) / X.shape[0]) + penalty.value(coef, alpha, l1_ratio)
 
 
-class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
     """Base class of the stochastic linear classifiers (not for direct use)."""
 
     #: penalties the solver accepts
@@ -90,31 +93,76 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
     #: losses the solver accepts
     _allowed_losses = ("hinge",)
 
+    _parameter_constraints = {
+        "loss": [StrOptions(set(MARGIN_LOSSES))],
+        "penalty": [StrOptions({"l2", "l1", "elasticnet"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both")],
+        "fit_intercept": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "average": ["boolean", Interval(Integral, 0, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state"],
+        "callback": [callable, None],
+    }
+
+    _fitted_fields = {
+        "coef_": ArrayField("float", ("n_problems", "n_features")),
+        "intercept_": ArrayField("float", ("n_problems",)),
+        "t_": FloatField(minimum=0.0),
+        "_states": SolverStateField(),
+        "_states_features": IntField(minimum=1, optional=True),
+    }
+
+    def _check_loaded_state(self):
+        """Compare a loaded solver state with a fresh one (a model file's check): the same
+        array keys, dtypes and shapes, so a continued fit never indexes outside an array."""
+        if getattr(self, "_states", None) is None:
+            return
+        if getattr(self, "_states_features", self.n_features_in_) != self.n_features_in_:
+            raise ValueError("model field '_states_features': does not match n_features_in_")
+        template = self._new_state(self.n_features_in_, self._resolve_parameters())
+        for index, state in enumerate(self._states):
+            for key, expected in template.items():
+                where = f"model field '_states[{index}][{key!r}]'"
+                if key not in state:
+                    raise ValueError(f"{where}: missing")
+                value = state[key]
+                if isinstance(expected, np.ndarray):
+                    if not isinstance(value, np.ndarray) or value.dtype != expected.dtype \
+                            or value.shape != expected.shape:
+                        raise ValueError(f"{where}: expected an array of dtype "
+                                         f"{expected.dtype} and shape {expected.shape}")
+                elif isinstance(value, np.ndarray):
+                    raise ValueError(f"{where}: unexpected array")
+            for key in set(state) - set(template):
+                if isinstance(state[key], np.ndarray):
+                    raise ValueError(f"model field '_states[{index}][{key!r}]': unexpected "
+                                     "array")
+
     # ------------------------------------------------------------------ parameters
     def _common_parameters(self):
-        """Checks shared by every solver; returns the resolved values."""
+        """Resolved values of the parameters every solver shares (checked by
+        ``_parameter_constraints`` before this runs)."""
         penalty = get_penalty(self.penalty, self._allowed_penalties)
         if self.loss not in self._allowed_losses:
             raise ValueError(
                 f"loss={self.loss!r} is not supported by {type(self).__name__}; choose one of "
                 f"{list(self._allowed_losses)}."
             )
-        resolved = {
-            "alpha": check_nonnegative(self.alpha, "alpha"),
+        return {
+            "alpha": float(self.alpha),
             "penalty": penalty,
-            "l1_ratio": penalty.resolved_l1_ratio(check_fraction(self.l1_ratio, "l1_ratio")),
+            "l1_ratio": penalty.resolved_l1_ratio(float(self.l1_ratio)),
             "loss": get_margin_loss(self.loss),
-            "max_iter": check_positive_int(self.max_iter, "max_iter"),
-            "tol": None if self.tol is None else check_nonnegative(self.tol, "tol"),
-            "n_iter_no_change": check_positive_int(self.n_iter_no_change, "n_iter_no_change"),
+            "max_iter": int(self.max_iter),
+            "tol": None if self.tol is None else float(self.tol),
+            "n_iter_no_change": int(self.n_iter_no_change),
         }
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}.")
-        if not isinstance(self.shuffle, (bool, np.bool_)):
-            raise TypeError(f"shuffle must be True or False, got {self.shuffle!r}.")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError("callback must be a callable taking one dict, or None.")
-        return resolved
 
     def _resolve_parameters(self):  # pragma: no cover - overridden
         return self._common_parameters()
@@ -136,11 +184,6 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
         if self.class_weight is None:
             return np.ones(len(classes))
         if isinstance(self.class_weight, str):
-            if self.class_weight != "balanced":
-                raise ValueError(
-                    f"class_weight={self.class_weight!r} is not valid; use None, 'balanced' or a "
-                    "dict {class: weight}."
-                )
             if for_partial_fit:
                 raise ValueError(
                     "class_weight='balanced' needs the whole training set and is not available "
@@ -153,19 +196,14 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
                 "balanced", classes=classes[present], y=y
             )
             return weights
-        if isinstance(self.class_weight, dict):
-            return compute_class_weight(self.class_weight, classes=classes, y=y)
-        raise ValueError(
-            f"class_weight={self.class_weight!r} is not valid; use None, 'balanced' or a dict."
-        )
+        return check_class_weight_dict(self.class_weight, classes, y)
 
     def _binary_problems(self, y):
         """Signed label vectors, one per binary (one-vs-rest) problem."""
-        if len(self.classes_) == 2:
-            return [np.where(y == self.classes_[1], 1.0, -1.0)]
-        return [np.where(y == label, 1.0, -1.0) for label in self.classes_]
+        return self._signed_labels(y)
 
     # ------------------------------------------------------------------ fitting
+    @fit_context
     def fit(self, X, y, sample_weight=None):
         """Fit the model by stochastic passes over the training data.
 
@@ -195,10 +233,12 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
         self.classes_ = classes
         weights = self._sample_weights(X, y, sample_weight, for_partial_fit=False)
         problems = self._binary_problems(y)
-        if not warm:
-            self._states = [self._new_state(X.shape[1], resolved) for _ in problems]
-            self._states_features = X.shape[1]
-        self._train(X, problems, weights, resolved, resolved["max_iter"], warn=True)
+        if warm:
+            # a copy: the old state must survive a fit that fails or is interrupted
+            states = copy.deepcopy(self._states)
+        else:
+            states = [self._new_state(X.shape[1], resolved) for _ in problems]
+        self._train(X, problems, states, weights, resolved, resolved["max_iter"], warn=True)
         return self
 
     def _sample_weights(self, X, y, sample_weight, for_partial_fit):
@@ -206,71 +246,86 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
         class_weights = self._class_weights(y, self.classes_, for_partial_fit)
         return weights * class_weights[np.searchsorted(self.classes_, y)]
 
-    def _train(self, X, problems, weights, resolved, n_epochs, warn):
+    def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
+        """Run ``n_epochs`` epochs on every binary problem (one-vs-rest, ``n_jobs``
+        processes) and store the model, its solver states and its history."""
         random_state = check_random_state(self.random_state)
         seeds = random_state.randint(np.iinfo(np.int32).max, size=len(problems))
-        coefs, intercepts, histories, epochs = [], [], [], []
-        n_samples = X.shape[0]
-        for index, (y_signed, state) in enumerate(zip(problems, self._states)):
-            label = type(self).__name__
-            if len(problems) > 1:
-                label += f"[{self.classes_[index]!r}] "
-            else:
-                label += " "
-            monitor = TrainingMonitor(
-                tol=resolved["tol"],
-                n_iter_no_change=resolved["n_iter_no_change"],
-                stop_key="running_objective",
-                verbose=self.verbose,
-                callback=self.callback,
-                label=label,
+        results = self._solve_problems(self._train_problem, [
+            (index, X, y_signed, state, weights, resolved, n_epochs, int(seeds[index]))
+            for index, (y_signed, state) in enumerate(zip(problems, states))])
+        if warn and resolved["tol"] is not None and n_epochs > 1 and not all(
+                converged for *_, converged in results):
+            warnings.warn(
+                f"{type(self).__name__} reached max_iter={n_epochs} epochs before the "
+                "stopping criterion (tol) was met; increase max_iter or tol.",
+                ConvergenceWarning,
             )
-            epoch = 0
-            for epoch in range(1, n_epochs + 1):
-                # one generator per (problem seed, epoch): a warm-started continuation
-                # visits the samples in the same orders as one longer fit
-                order = (
-                    np.random.default_rng((int(seeds[index]), state.get("epochs_done", 0)))
-                    .permutation(n_samples)
-                    .astype(np.int64)
-                    if self.shuffle
-                    else np.arange(n_samples, dtype=np.int64)
-                )
-                entry = self._run_epoch(state, X, y_signed, weights, order, resolved)
-                state["epochs_done"] = state.get("epochs_done", 0) + 1
-                coef, intercept = self._model(state, resolved)
-                loss_sum = entry.pop("loss_sum")
-                record = {
-                    "iteration": state["epochs_done"],
-                    "samples_seen": int(state["samples_seen"]),
-                    "running_objective": loss_sum / n_samples
-                    + resolved["penalty"].value(coef, resolved["alpha"], resolved["l1_ratio"]),
-                }
-                record.update(entry)
-                record.update(self._extra_record(state, X, y_signed, weights, resolved))
-                if monitor.record(record, {"coef": coef, "intercept": intercept}):
-                    break
-            else:
-                if warn and resolved["tol"] is not None and n_epochs > 1:
-                    warnings.warn(
-                        f"{type(self).__name__} reached max_iter={n_epochs} epochs before the "
-                        "stopping criterion (tol) was met; increase max_iter or tol.",
-                        ConvergenceWarning,
-                    )
-            coefs.append(coef)
-            intercepts.append(intercept if self.fit_intercept else 0.0)
-            histories.append(monitor.history)
-            epochs.append(epoch)
-        self.coef_ = np.vstack(coefs)
-        self.intercept_ = np.asarray(intercepts, dtype=np.float64)
-        self.history_ = histories[0] if len(histories) == 1 else histories
-        self.n_iter_ = max(epochs)
+        self._states = [state for state, *_ in results]
+        self._states_features = X.shape[1]
+        self.coef_ = np.vstack([coef for _, coef, *_ in results])
+        self.intercept_ = np.asarray(
+            [intercept if self.fit_intercept else 0.0 for _, _, intercept, *_ in results],
+            dtype=np.float64)
+        self.history_ = self._flat_history([history for *_, history, _, _ in results])
+        self.n_iter_ = max(epochs for *_, epochs, _ in results)
         self.t_ = float(self._states[0]["samples_seen"])
+
+    def _train_problem(self, index, X, y_signed, state, weights, resolved, n_epochs, seed):
+        """Epochs of one binary problem; returns ``(state, coef, intercept, history,
+        epochs, converged)`` (runs in a worker process when ``n_jobs`` asks for it)."""
+        label = type(self).__name__
+        label += f"[{self.classes_[index]!r}] " if len(self.classes_) > 2 else " "
+        monitor = TrainingMonitor(
+            tol=resolved["tol"],
+            n_iter_no_change=resolved["n_iter_no_change"],
+            stop_key="running_objective",
+            verbose=self.verbose,
+            callback=self.callback,
+            label=label,
+            problem=index,
+        )
+        n_samples = X.shape[0]
+        epoch, converged = 0, False
+        for epoch in range(1, n_epochs + 1):
+            # one generator per (problem seed, epoch): a warm-started continuation
+            # visits the samples in the same orders as one longer fit
+            order = (
+                np.random.default_rng((seed, state.get("epochs_done", 0)))
+                .permutation(n_samples)
+                .astype(np.int64)
+                if self.shuffle
+                else np.arange(n_samples, dtype=np.int64)
+            )
+            entry = self._run_epoch(state, X, y_signed, weights, order, resolved)
+            state["epochs_done"] = state.get("epochs_done", 0) + 1
+            coef, intercept = self._model(state, resolved)
+            if not (np.all(np.isfinite(coef)) and np.isfinite(intercept)):
+                raise ValueError(
+                    f"{type(self).__name__} diverged in epoch {state['epochs_done']}: the "
+                    "coefficients are no longer finite. Lower the step size (step_size, eta0, "
+                    "rho) or standardize the features.")
+            loss_sum = entry.pop("loss_sum")
+            record = {
+                "iteration": state["epochs_done"],
+                "samples_seen": int(state["samples_seen"]),
+                "running_objective": loss_sum / n_samples
+                + resolved["penalty"].value(coef, resolved["alpha"], resolved["l1_ratio"]),
+            }
+            record.update(entry)
+            record.update(self._extra_record(state, X, y_signed, weights, resolved))
+            if monitor.record(record, {"coef": coef, "intercept": intercept}):
+                converged = True
+                break
+        if epoch == 0:
+            coef, intercept = self._model(state, resolved)
+        return state, coef, intercept, monitor.history, epoch, converged
 
     def _extra_record(self, state, X, y_signed, weights, resolved):
         """Solver-specific, possibly costly, record entries computed after an epoch."""
         return {}
 
+    @fit_context
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass over ``(X, y)``, continuing from the current state.
 
@@ -310,9 +365,11 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
         weights = self._sample_weights(X, y, sample_weight, for_partial_fit=True)
         problems = self._binary_problems(y)
         if first_call:
-            self._states = [self._new_state(X.shape[1], resolved) for _ in problems]
-            self._states_features = X.shape[1]
-        self._train(X, problems, weights, resolved, 1, warn=False)
+            states = [self._new_state(X.shape[1], resolved) for _ in problems]
+        else:
+            # a copy: the old state must survive a call that fails or is interrupted
+            states = copy.deepcopy(self._states)
+        self._train(X, problems, states, weights, resolved, 1, warn=False)
         return self
 
     # ------------------------------------------------------------------ evaluation
@@ -327,6 +384,42 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
         scores = X @ self.coef_.T + self.intercept_
         scores = np.asarray(scores)
         return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def _has_log_loss(self):
+        return self.loss == "log_loss"
+
+    @available_if(_has_log_loss)
+    def predict_proba(self, X):
+        r"""Class probabilities of the logistic model (``loss="log_loss"`` only).
+
+        Two classes: :math:`P(y = \text{classes\_}[1] \mid x) = \sigma(w^\top x + b)`.
+        More classes: the one-vs-rest probabilities :math:`\sigma(f_k(x))` normalized to sum
+        to one, as scikit-learn's ``SGDClassifier`` does. For the hinge losses use
+        :class:`sklearn.calibration.CalibratedClassifierCV` around the estimator.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            positive = expit(scores)
+            return np.column_stack((1.0 - positive, positive))
+        probabilities = expit(scores)
+        totals = probabilities.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            probabilities = np.where(totals > 0, probabilities / totals,
+                                     1.0 / probabilities.shape[1])
+        return probabilities
+
+    @available_if(_has_log_loss)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only)."""
+        return np.log(self.predict_proba(X))
 
     def objective(self, X, y, sample_weight=None):
         r"""Training objective :math:`F(w, b)` of the fitted model on ``(X, y)``.
@@ -356,10 +449,6 @@ class BaseStochasticLinearClassifier(LinearClassifierMixin, ClassifierMixin, Bas
             )
         return total
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 def as_csr_arrays(X):

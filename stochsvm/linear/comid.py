@@ -68,8 +68,11 @@ starts inside the skipped range. The averaged intercept is a plain running sum.
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numba
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.penalties import prox_scalar
@@ -305,6 +308,9 @@ class ComidClassifier(BaseStochasticLinearClassifier):
     warm_start : bool, default=False
         Continue from the previous solver state (iterate, step counter, averages) on the next
         ``fit``.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -320,7 +326,8 @@ class ComidClassifier(BaseStochasticLinearClassifier):
         Epochs run (the largest over one-vs-rest problems).
     t_ : float
         Samples seen (steps taken) by the solver.
-    history_ : list of dict (list of lists for more than two classes)
+    history_ : list of dict
+        One record per epoch and binary problem (``"problem"``: its index).
         Per epoch: ``iteration``, ``samples_seen``, ``seconds``, ``running_objective`` (mean
         weighted loss met during the epoch plus the penalty of the output) and ``step_size``
         (:math:`\eta` of the last step).
@@ -340,10 +347,15 @@ class ComidClassifier(BaseStochasticLinearClassifier):
     _allowed_penalties = ("l1", "l2", "elasticnet")
     _allowed_losses = ("hinge", "squared_hinge", "smoothed_hinge", "log_loss")
 
+    _parameter_constraints = {
+        "eta0": [Interval(Real, 0, None, closed="neither")],
+        "power_t": [Interval(Real, 0, None, closed="left")],
+    }
+
     def __init__(self, penalty="l1", alpha=1e-4, eta0=0.5, power_t=0.5, l1_ratio=0.15,
                  loss="hinge", fit_intercept=True, max_iter=10, tol=1e-4, n_iter_no_change=3,
                  shuffle=True, average=False, class_weight=None, warm_start=False,
-                 random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.penalty = penalty
         self.alpha = alpha
         self.eta0 = eta0
@@ -359,6 +371,7 @@ class ComidClassifier(BaseStochasticLinearClassifier):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 

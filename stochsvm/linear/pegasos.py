@@ -65,8 +65,11 @@ entry. When :math:`a` is folded into :math:`v`, :math:`S` is first folded into :
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numba
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.validation import check_positive, check_positive_int
@@ -290,6 +293,9 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
     warm_start : bool, default=False
         Continue from the previous solver state (iterate, step counter, averages) on the next
         ``fit``.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -305,7 +311,8 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
         Epochs run (the largest over one-vs-rest problems).
     t_ : float
         Samples seen by the solver.
-    history_ : list of dict (list of lists for more than two classes)
+    history_ : list of dict
+        One record per epoch and binary problem (``"problem"``: its index).
         Per epoch: ``iteration``, ``samples_seen``, ``seconds``, ``running_objective`` (mean
         weighted loss met during the epoch plus the penalty of the output) and ``step_size``
         (:math:`\eta` of the last step).
@@ -325,10 +332,16 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
     _allowed_penalties = ("l2",)
     _allowed_losses = ("hinge", "squared_hinge", "smoothed_hinge", "log_loss")
 
+    _parameter_constraints = {
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "projection": ["boolean"],
+        "t0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    }
+
     def __init__(self, penalty="l2", alpha=1e-4, batch_size=1, t0="auto", projection=True,
                  l1_ratio=0.15, loss="hinge", fit_intercept=True, max_iter=10, tol=1e-4,
                  n_iter_no_change=3, shuffle=True, average=False, class_weight=None,
-                 warm_start=False, random_state=None, verbose=0, callback=None):
+                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None):
         self.penalty = penalty
         self.alpha = alpha
         self.batch_size = batch_size
@@ -345,6 +358,7 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 

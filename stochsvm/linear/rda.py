@@ -97,8 +97,11 @@ skipped). Without averaging none of this is kept: the state is :math:`G` and :ma
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numba
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.validation import check_nonnegative, check_positive
@@ -405,6 +408,9 @@ class RDAClassifier(BaseStochasticLinearClassifier):
     warm_start : bool, default=False
         Continue from the previous solver state (gradient sums, step counter, averages) on the
         next ``fit``.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -420,7 +426,8 @@ class RDAClassifier(BaseStochasticLinearClassifier):
         Epochs run (the largest over one-vs-rest problems).
     t_ : float
         Samples seen (steps taken) by the solver.
-    history_ : list of dict (list of lists for more than two classes)
+    history_ : list of dict
+        One record per epoch and binary problem (``"problem"``: its index).
         Per epoch: ``iteration``, ``samples_seen``, ``seconds``, ``running_objective`` (mean
         weighted loss met during the epoch plus the penalty of the output) and
         ``nonzero_coefficients`` (of the output model).
@@ -467,10 +474,15 @@ class RDAClassifier(BaseStochasticLinearClassifier):
     _allowed_penalties = ("l1", "l2", "elasticnet")
     _allowed_losses = ("hinge", "squared_hinge", "smoothed_hinge", "log_loss")
 
+    _parameter_constraints = {
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "sparsity_boost": [Interval(Real, 0, None, closed="left")],
+    }
+
     def __init__(self, penalty="l1", alpha=1e-4, gamma=0.7, sparsity_boost=0.0, l1_ratio=0.15,
                  loss="hinge", fit_intercept=True, max_iter=10, tol=1e-4, n_iter_no_change=3,
                  shuffle=True, average=False, class_weight=None, warm_start=False,
-                 random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.penalty = penalty
         self.alpha = alpha
         self.gamma = gamma
@@ -486,6 +498,7 @@ class RDAClassifier(BaseStochasticLinearClassifier):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 

@@ -32,12 +32,17 @@ With ``class_weight="balanced"`` the loss is the class-balanced loss of eq. (46)
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numba
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.kernels import check_machine_memory
 from .._core.losses import margin_loss_derivative
 from .._core.sampling import uniform_batches
+from .._core.state import ArrayField
 from .._core.validation import check_choice, check_positive_int
 from ._base import as_csr_arrays, is_sparse
 from .anchors import BANDWIDTHS, build_anchor_graph, class_products, select_anchors
@@ -200,9 +205,13 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         :math:`\beta` of the smoothed hinge (eq. 26); ``None`` uses 10.
     n_anchors : int, default=100
         :math:`m`, the number of k-means centers whose nearest samples are the anchors
-        (eq. 13); at most ``n_samples``. Equal to ``n_samples``: every sample is an anchor.
+        (eq. 13). The fit uses ``min(n_anchors, n_samples)``: from ``n_samples`` on, every
+        sample is an anchor (so the default also fits fewer than 100 samples, and is 100 on
+        any larger set). A graph and class products that would need more than the machine's
+        memory are refused with a ``MemoryError`` before anything is allocated.
     n_neighbors : int, default=5
-        :math:`k`, anchors per sample (Alg. 2 line 7); at most ``n_anchors``.
+        :math:`k`, anchors per sample (Alg. 2 line 7); at most ``n_anchors`` (the fit uses
+        ``min(n_neighbors, m)``).
     bandwidth : {"paper", "nearest_distance"}, default="paper"
         :math:`\sigma` of eq. (14): as printed, the square root of the distance to the
         nearest anchor; or that distance itself.
@@ -231,6 +240,9 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         Independent mini-batches the ``gradient_correlation`` of a record is averaged
         over (``gradient_correlation_stderr`` is its standard error).
     warm_start : bool, default=False
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
         Seeds k-means and the mini-batches.
     verbose : int, default=0
@@ -277,11 +289,20 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
     True
     """
 
+    _fitted_fields = {"anchor_indices_": ArrayField("int", (None,), minimum=0)}
+
+    _parameter_constraints = {
+        "n_anchors": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "inner_iter": [Interval(Integral, 1, None, closed="left")],
+        "bandwidth": [StrOptions(set(BANDWIDTHS))],
+    }
+
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
                  n_anchors=100, n_neighbors=5, bandwidth="paper", inner_iter=20, batch_size=10,
                  step_size=0.1, fit_intercept=True, max_iter=20, tol=1e-4, n_iter_no_change=3,
                  shuffle=True, average=False, class_weight=None, gradient_diagnostics=False,
-                 diagnostic_batches=10, warm_start=False, random_state=None, verbose=0,
+                 diagnostic_batches=10, warm_start=False, n_jobs=None, random_state=None, verbose=0,
                  callback=None):
         self.loss = loss
         self.penalty = penalty
@@ -305,6 +326,7 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         self.diagnostic_batches = diagnostic_batches
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -322,16 +344,27 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         return resolved
 
     def _prepare(self, X, resolved):
-        n_samples = X.shape[0]
-        if resolved["n_anchors"] > n_samples:
-            raise ValueError(
-                f"n_anchors={self.n_anchors} exceeds the number of samples ({n_samples}); "
-                "use n_anchors <= n_samples (n_samples makes every sample an anchor)."
-            )
+        n_samples, n_features = X.shape
+        # n_anchors beyond n_samples: every sample is an anchor (eq. 13 with m = n), so the
+        # default of 100 anchors also fits data sets of fewer than 100 samples
+        n_anchors = min(resolved["n_anchors"], n_samples)
+        n_neighbors = min(resolved["n_neighbors"], n_anchors)
+        n_problems = 1 if len(getattr(self, "classes_", ())) <= 2 else len(self.classes_)
+        # the graph (indices, weights, distances and the CSR matrix M: about 48 bytes per
+        # sample-anchor pair), the class products (two m x (d + 1) per binary problem) and
+        # the anchors' rows
+        needed = (48.0 * n_samples * n_neighbors
+                  + 16.0 * n_anchors * (n_features + 1) * n_problems
+                  + 8.0 * n_anchors * n_features)
+        check_machine_memory(
+            needed, f"S3GDClassifier's anchor graph and class products for n_anchors="
+            f"{self.n_anchors} (m = {n_anchors}) and n_neighbors={self.n_neighbors} "
+            f"(k = {n_neighbors}) on {n_samples} samples x {n_features} features",
+            "Lower n_neighbors (the paper's k is 5) or n_anchors.")
         seed = np.random.RandomState(
             np.random.default_rng(_seed_of(self.random_state)).integers(2**31 - 1))
-        anchors = select_anchors(X, resolved["n_anchors"], random_state=seed)
-        graph = build_anchor_graph(X, anchors, min(resolved["n_neighbors"], len(anchors)),
+        anchors = select_anchors(X, n_anchors, random_state=seed)
+        graph = build_anchor_graph(X, anchors, min(n_neighbors, len(anchors)),
                                    resolved["bandwidth"])
         self.anchor_indices_ = graph.anchor_indices
         anchors = X[graph.anchor_indices]

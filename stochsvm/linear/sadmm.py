@@ -40,12 +40,20 @@ scalar times a vector (see :func:`_sadmm_epoch_sparse_l2`).
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numba
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.penalties import prox_repeated, prox_repeated_sum, prox_scalar
+from .._core.penalties import prox_repeated, prox_repeated_sum
 from .._core.validation import check_choice, check_positive, check_positive_int
-from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse, linear_objective
+from ._base import (
+    BaseStochasticLinearClassifier,
+    as_csr_arrays,
+    is_sparse,
+    linear_objective,
+)
 
 __all__ = ["SADMMClassifier"]
 
@@ -467,6 +475,9 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     class_weight : dict, "balanced" or None, default=None
     warm_start : bool, default=False
         Continue from the previous solver state (z, mu, averages) on the next ``fit``.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -482,7 +493,8 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         Epochs run (the largest over one-vs-rest problems).
     t_ : float
         Samples seen (steps taken) by the solver.
-    history_ : list of dict (list of lists for more than two classes)
+    history_ : list of dict
+        One record per epoch and binary problem (``"problem"``: its index).
         Per epoch: ``iteration``, ``samples_seen``, ``seconds``, ``running_objective`` (mean
         weighted loss met during the epoch plus the penalty of the output), and with
         ``track_vi``: ``objective``, ``vi_gap``, ``vi_bound``, ``primal_residual``.
@@ -515,11 +527,18 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     _allowed_penalties = ("l1", "l2", "elasticnet")
     _allowed_losses = ("hinge",)
 
+    _parameter_constraints = {
+        "rho": [Interval(Real, 0, None, closed="neither")],
+        "rho_schedule": [StrOptions({"constant", "sqrt", "linear"})],
+        "rho_time_scale": [Interval(Integral, 1, None, closed="left"), None],
+        "track_vi": ["boolean"],
+    }
+
     def __init__(self, penalty="l1", alpha=1e-4, rho=1.0, rho_schedule="linear",
                  rho_time_scale=None, l1_ratio=0.15, loss="hinge",
                  fit_intercept=True, max_iter=10, tol=1e-4, n_iter_no_change=3, shuffle=True,
                  average=True, track_vi=False, class_weight=None, warm_start=False,
-                 random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.penalty = penalty
         self.alpha = alpha
         self.rho = rho
@@ -537,6 +556,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         self.class_weight = class_weight
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 

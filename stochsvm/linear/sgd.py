@@ -55,8 +55,11 @@ gradient of :math:`P` on a fresh mini-batch at the current iterate and the exact
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numba
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.losses import margin_loss_derivative, margin_loss_value
 from .._core.sampling import epoch_generator, uniform_batches, weighted_batches
@@ -246,6 +249,14 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
     _allowed_losses = ("log_loss", "smoothed_hinge", "squared_hinge")
 
     # ------------------------------------------------------------------ parameters
+    _parameter_constraints = {
+        "beta": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither")],
+        "gradient_diagnostics": ["boolean"],
+        "diagnostic_batches": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def _family_parameters(self):
         resolved = self._common_parameters()
         resolved["batch_size"] = check_positive_int(self.batch_size, "batch_size")
@@ -301,27 +312,23 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         """Structures that depend on one binary problem (computed once per fit)."""
         return {}
 
-    def _train(self, X, problems, weights, resolved, n_epochs, warn):
+    def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
         self._prepared = self._prepare(X, resolved)
-        self._prepared_token = object()
         # per-problem structures before the clock of the training monitor starts
-        for y_signed, state in zip(problems, self._states):
-            state["problem"] = (self._prepared_token,
-                                self._prepare_problem(X, y_signed, weights, resolved))
+        for y_signed, state in zip(problems, states):
+            state["problem"] = self._prepare_problem(X, y_signed, weights, resolved)
         try:
-            super()._train(X, problems, weights, resolved, n_epochs, warn)
+            super()._train(X, problems, states, weights, resolved, n_epochs, warn)
         finally:
             # data-sized structures are not part of the fitted model
             self._prepared = None
-            for state in self._states:
+            for state in states + list(getattr(self, "_states", None) or []):
                 state["problem"] = None
 
     def _problem(self, state, X, y, weights, resolved):
-        problem = state["problem"]
-        if problem is None or problem[0] is not self._prepared_token:
-            state["problem"] = (self._prepared_token,
-                                self._prepare_problem(X, y, weights, resolved))
-        return state["problem"][1]
+        if state["problem"] is None:
+            state["problem"] = self._prepare_problem(X, y, weights, resolved)
+        return state["problem"]
 
     # ------------------------------------------------------------------ steps
     def _run_steps(self, state, X, y, batches, scales, step, resolved, control_constants=None,
@@ -482,6 +489,9 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
         Independent mini-batches the ``gradient_correlation`` of a record is averaged
         over (``gradient_correlation_stderr`` is its standard error).
     warm_start : bool, default=False
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -494,11 +504,15 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
         ``nonzero_coefficients`` (and ``gradient_correlation``).
     """
 
+    _parameter_constraints = {
+        "sampling": [StrOptions({"uniform", "weighted"})],
+    }
+
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
                  batch_size=10, step_size=0.1, sampling="uniform", fit_intercept=True,
                  max_iter=20, tol=1e-4, n_iter_no_change=3, shuffle=True, average=False,
                  class_weight=None, gradient_diagnostics=False, diagnostic_batches=10,
-                 warm_start=False, random_state=None, verbose=0, callback=None):
+                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -518,6 +532,7 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
         self.diagnostic_batches = diagnostic_batches
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.sampling import strata_from_labels, stratified_batches
-from .._core.validation import check_positive_int
+from .._core.state import ArrayField
 from .anchors import cluster_labels
 from .s3gd import _seed_of
 from .sgd import BaseMiniBatchProxClassifier
@@ -44,8 +44,9 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
     l1_ratio : float, default=0.15
     beta : float or None, default=None
     batch_size : int, default=10
-        Number of k-means strata, hence samples per step (the S3GD paper's protocol); at most
-        ``n_samples``.
+        Number of k-means strata, hence samples per step (the S3GD paper's protocol). The fit
+        uses ``min(batch_size, n_samples)`` strata: from ``n_samples`` on, every sample is its
+        own stratum and each step is the full gradient.
     step_size : float, default=0.1
     fit_intercept : bool, default=True
     max_iter : int, default=20
@@ -60,6 +61,9 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
         Independent mini-batches the ``gradient_correlation`` of a record is averaged
         over (``gradient_correlation_stderr`` is its standard error).
     warm_start : bool, default=False
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -71,11 +75,13 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
         Number of samples in each stratum.
     """
 
+    _fitted_fields = {"strata_sizes_": ArrayField("int", (None,), minimum=0)}
+
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
                  batch_size=10, step_size=0.1, fit_intercept=True, max_iter=20, tol=1e-4,
                  n_iter_no_change=3, shuffle=True, average=False, class_weight=None,
                  gradient_diagnostics=False, diagnostic_batches=10, warm_start=False,
-                 random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -94,20 +100,23 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
         self.diagnostic_batches = diagnostic_batches
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
     def _prepare(self, X, resolved):
-        n_strata = resolved["batch_size"]
-        if n_strata > X.shape[0]:
-            raise ValueError(
-                f"batch_size={n_strata} (the number of strata) exceeds the number of samples "
-                f"({X.shape[0]}); use batch_size <= n_samples."
-            )
+        # at most one stratum per sample: with batch_size >= n_samples every sample is its
+        # own stratum and a step is the full gradient (so the default batch of 10 strata
+        # also fits fewer than 10 samples)
+        n_strata = min(resolved["batch_size"], X.shape[0])
         seed = np.random.RandomState(
             np.random.default_rng(_seed_of(self.random_state)).integers(2**31 - 1))
-        labels = (np.zeros(X.shape[0], dtype=np.int64) if n_strata == 1
-                  else cluster_labels(X, n_strata, random_state=seed))
+        if n_strata == X.shape[0]:
+            labels = np.arange(X.shape[0], dtype=np.int64)
+        elif n_strata == 1:
+            labels = np.zeros(X.shape[0], dtype=np.int64)
+        else:
+            labels = cluster_labels(X, n_strata, random_state=seed)
         members, offsets = strata_from_labels(labels)
         self.strata_sizes_ = np.diff(offsets)
         return {"members": members, "offsets": offsets}

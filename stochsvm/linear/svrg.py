@@ -24,7 +24,10 @@ outer loop for strongly convex :math:`F`.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._core.sampling import uniform_batches
 from .._core.validation import check_positive_int
@@ -66,6 +69,9 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
         Independent mini-batches the ``gradient_correlation`` of a record is averaged
         over (``gradient_correlation_stderr`` is its standard error).
     warm_start : bool, default=False
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -76,11 +82,15 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
         ``history_`` also records ``outer_loops`` (full gradients computed).
     """
 
+    _parameter_constraints = {
+        "inner_iter": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
                  inner_iter=50, batch_size=10, step_size=0.1, fit_intercept=True, max_iter=20,
                  tol=1e-4, n_iter_no_change=3, shuffle=True, average=False, class_weight=None,
                  gradient_diagnostics=False, diagnostic_batches=10, warm_start=False,
-                 random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -100,6 +110,7 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
         self.diagnostic_batches = diagnostic_batches
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -128,9 +139,12 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
                 snapshot[:-1] = state["coef"]
                 snapshot[-1] = state["scalars"][_INTERCEPT]
             # exact full gradient at the snapshot
-            scores = np.asarray(X @ snapshot[:-1], dtype=np.float64).ravel() + snapshot[-1]
+            # products in the dtype of X: a float32 X is never copied to float64
+            scores = np.asarray(X @ snapshot[:-1].astype(X.dtype),
+                                dtype=np.float64).ravel() + snapshot[-1]
             factors = weights * loss.derivative(y * scores, parameter) * y
-            full_gradient = np.append(np.asarray(X.T @ factors, dtype=np.float64).ravel(),
+            full_gradient = np.append(np.asarray(X.T @ factors.astype(X.dtype),
+                                                 dtype=np.float64).ravel(),
                                       factors.sum()) / n_samples
             batches = all_batches[outer * n_inner:(outer + 1) * n_inner]
             loss_sum += self._run_steps(state, X, y, batches, weights[batches], step, resolved,

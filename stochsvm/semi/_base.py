@@ -53,16 +53,17 @@ classes there is one problem, with ``classes_[1]`` as the positive class.
 from __future__ import annotations
 
 import numbers
+from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._core.base import BaseClassifier, fit_context, problem_seeds
 from .._core.kernels import resolve_gamma
-from .._core.losses import MARGIN_LOSSES, get_unlabeled_loss
+from .._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES, get_unlabeled_loss
+from .._core.state import BoolField, FloatField, LibraryField, ListField
 from .._core.validation import (
-    check_nonnegative,
     check_positive,
     split_semi_supervised_labels,
     validate_prediction_data,
@@ -123,37 +124,63 @@ class RowSubset:
         return self.X[self.rows[index]]
 
 
-class BaseSemiSupervisedClassifier(ClassifierMixin, BaseEstimator):
+class BaseSemiSupervisedClassifier(BaseClassifier):
     """Base class of the semi-supervised SVMs (see the module docstring for the interface)."""
 
     # True where ``_fit_binary`` reads ``X_unlabeled`` only by batches of rows
     _unlabeled_by_rows = False
+
+    _parameter_constraints = {
+        "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "C_star": [Interval(Real, 0, None, closed="left"), None],
+        "balance": ["boolean", StrOptions({"auto"})],
+        "unlabeled_loss": [StrOptions(set(UNLABELED_LOSSES))],
+        "ramp_s": [Interval(Real, None, 1, closed="neither")],
+        "random_state": ["random_state"],
+        "callback": [callable, None],
+    }
+
+    #: per binary problem, the dict of arrays and numbers ``_fit_binary`` returns; a solver
+    #: declares its keys as ``_binary_model_field = DictField({...})``
+    _binary_model_field = None
+
+    _fitted_fields = {
+        "_gamma": FloatField(minimum=0.0, strict=True, optional=True),
+        "_C": FloatField(minimum=0.0, strict=True, optional=True),
+        "_C_star": FloatField(minimum=0.0, optional=True),
+        "_balance": BoolField(optional=True),
+        "_unlabeled_loss": LibraryField("unlabeled_loss", optional=True),
+        "_unlabeled_parameter": FloatField(optional=True, allow_none=True),
+    }
+
+    @classmethod
+    def fitted_fields(cls):
+        fields = super().fitted_fields()
+        if cls._binary_model_field is not None:
+            fields["binary_models_"] = ListField(cls._binary_model_field, "n_problems")
+        return fields
 
     def _resolve_common(self, X, n_labeled, n_unlabeled):
         params = self.get_params(deep=False)
         if "gamma" in params:
             self._gamma = resolve_semi_supervised_gamma(self.gamma, X)
         if "C" in params:
-            self._C = check_nonnegative(self.C, "C")
-            if self._C == 0.0:
-                raise ValueError("C=0 ignores the labeled samples; give C > 0.")
+            self._C = float(self.C)
         if "C_star" in params:
             if self.C_star is None:
                 self._C_star = self._C * n_labeled / n_unlabeled if n_unlabeled else 0.0
             else:
-                self._C_star = check_nonnegative(self.C_star, "C_star")
+                self._C_star = float(self.C_star)
         if "balance" in params:
             self._balance = resolve_balance(self.balance, n_labeled)
         if "unlabeled_loss" in params:
             self._unlabeled_loss = get_unlabeled_loss(self.unlabeled_loss)
             self._unlabeled_parameter = self._unlabeled_loss.default_parameter
             if self._unlabeled_loss.name == "ramp" and "ramp_s" in params:
-                s = self.ramp_s
-                if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (
-                        np.isfinite(s) and s < 1.0):
-                    raise ValueError(f"ramp_s={s!r} must be a finite number below 1 (e.g. -0.3).")
-                self._unlabeled_parameter = float(s)
+                self._unlabeled_parameter = float(self.ramp_s)
 
+    @fit_context
     def fit(self, X, y):
         """Fit on labeled and unlabeled samples.
 
@@ -167,9 +194,7 @@ class BaseSemiSupervisedClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        X, y = validate_training_data(self, X, y)
-        if X.shape[0] == 0:
-            raise ValueError("Found array with 0 sample(s); at least one is required.")
+        X, y = validate_training_data(self, X, y, check_targets=False)
         labeled_mask, classes = split_semi_supervised_labels(y, UNLABELED)
         self.classes_ = classes
         X_labeled = X[labeled_mask]
@@ -180,20 +205,18 @@ class BaseSemiSupervisedClassifier(ClassifierMixin, BaseEstimator):
         self._resolve_common(X, n_labeled, n_unlabeled)
         self._resolve_parameters(n_labeled, n_unlabeled, X.shape[1])
         # Estimators without randomness (no random_state parameter) get a fixed generator.
-        rng = (check_random_state(self.random_state)
-               if "random_state" in self.get_params(deep=False) else np.random.RandomState(0))
-        positives = [classes[1]] if len(classes) == 2 else list(classes)
-        self.binary_models_, self.history_, n_iters = [], [], []
-        for index, label in enumerate(positives):
-            y_signed = np.where(y_labeled == label, 1.0, -1.0)
-            state, history, n_iter = self._fit_binary(X_labeled, y_signed, X_unlabeled, rng,
-                                                      index)
-            for entry in history:
-                entry["problem"] = index
-            self.binary_models_.append(state)
-            self.history_.extend(history)
-            n_iters.append(int(n_iter))
-        self.n_iter_ = int(max(n_iters))
+        seed = (self.random_state if "random_state" in self.get_params(deep=False)
+                else np.random.RandomState(0))
+        problems = self._signed_labels(y_labeled)
+        random_state, seeds = problem_seeds(seed, len(problems))
+        results = self._solve_problems(self._fit_binary, [
+            (X_labeled, y_signed, X_unlabeled,
+             random_state if problem_seed is None else np.random.RandomState(problem_seed),
+             index)
+            for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))])
+        self.binary_models_ = [state for state, _, _ in results]
+        self.history_ = self._flat_history([history for _, history, _ in results])
+        self.n_iter_ = int(max(n_iter for _, _, n_iter in results))
         return self
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
@@ -208,13 +231,6 @@ class BaseSemiSupervisedClassifier(ClassifierMixin, BaseEstimator):
             [np.asarray(self._decision_binary(X, state), dtype=np.float64)
              for state in self.binary_models_])
         return scores[:, 0] if scores.shape[1] == 1 else scores
-
-    def predict(self, X):
-        """Predicted class labels (one of ``classes_``)."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
 
     def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state):
         hinge = MARGIN_LOSSES["hinge"]
@@ -252,10 +268,4 @@ class BaseSemiSupervisedClassifier(ClassifierMixin, BaseEstimator):
             total += self._objective_binary(X_labeled, y_signed, X_unlabeled, state)
         return float(total)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # Every subclass accepts CSR input (validation converts it to canonical CSR), as
-        # LabelSpreading does.
-        tags.input_tags.sparse = True
-        return tags
 

@@ -62,13 +62,17 @@ from __future__ import annotations
 
 import math
 import numbers
+from numbers import Integral, Real
 
 import numba
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.kernels import check_machine_memory
 from .._core.losses import hinge_derivative, unlabeled_loss_derivative
 from .._core.monitor import TrainingMonitor
+from .._core.state import ArrayField, DictField, FloatField, StrField
 from .._core.validation import (
     check_choice,
     check_fraction,
@@ -254,9 +258,12 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
     degree : int, default=3
     coef0 : float, default=0.0
     labeled_budget : int, default=100
-        :math:`B_l`, the most support vectors drawn from labeled samples.
+        :math:`B_l`, the most support vectors drawn from labeled samples; at most
+        :math:`n_l` is used (a pool holds each sample once, so a larger budget never fills
+        and the model is the same).
     unlabeled_budget : float in (0, 1] or int, default=0.2
-        :math:`B_u`: a float is a fraction of :math:`n_u` (``ceil``), an int a count.
+        :math:`B_u`: a float is a fraction of :math:`n_u` (``ceil``), an int a count (at most
+        :math:`n_u` is used, as for ``labeled_budget``).
     batch_size : int, default=1
         Samples drawn per iteration from each of the labeled and unlabeled sets (capped by
         their sizes). The paper's SGD uses 1.
@@ -288,6 +295,9 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         Record the training objective with every record (costs about one pass of kernel work).
     record_every : int or None, default=None
         SGD iterations between records (and callback calls); ``None``: one record per pass.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState or None, default=None
     verbose : int, default=0
     callback : callable or None, default=None
@@ -308,12 +318,39 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         Number of SGD iterations (largest over the binary problems).
     """
 
+    _binary_model_field = DictField({
+        "support_vectors": ArrayField("float", ("n_support", "n_features"), sparse=True),
+        "coef": ArrayField("float", ("n_support",)),
+        "intercept": FloatField(),
+        "labeled_support": ArrayField("bool", ("n_support",)),
+        "positive_fraction": FloatField(minimum=0.0, optional=True),
+    })
+    _fitted_fields = {"_kernel_name": StrField(KERNELS)}
+
+    _parameter_constraints = {
+        "kernel": [StrOptions(set(KERNELS))],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "labeled_budget": [Interval(Integral, 1, None, closed="left")],
+        "unlabeled_budget": [Interval(Real, 0, 1, closed="right"),
+                             Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_passes": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "balance": ["boolean"],
+        "balance_samples": [Interval(Integral, 1, None, closed="left")],
+        "positive_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "unlabeled_ramp_up": [Interval(Real, 0, 1, closed="both")],
+        "record_every": [Interval(Integral, 1, None, closed="left"), None],
+        "track_objective": ["boolean"],
+    }
+
     def __init__(self, C=1.0, C_star=None, unlabeled_loss="symmetric_hinge", ramp_s=-0.3,
                  kernel="rbf", gamma="scale", degree=3, coef0=0.0, labeled_budget=100,
                  unlabeled_budget=0.2, batch_size=1, n_passes=1, step_size=None,
                  balance=True, positive_fraction=None, balance_samples=1000,
                  unlabeled_ramp_up=0.0, track_objective=True, record_every=None,
-                 random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.C = C
         self.C_star = C_star
         self.unlabeled_loss = unlabeled_loss
@@ -334,6 +371,7 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         self.track_objective = track_objective
         self.record_every = record_every
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
 
@@ -346,8 +384,22 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         if isinstance(self.coef0, bool) or not isinstance(self.coef0, numbers.Real) or \
                 not np.isfinite(self.coef0):
             raise ValueError(f"coef0={self.coef0!r} must be a finite number.")
-        self._labeled_budget = check_positive_int(self.labeled_budget, "labeled_budget")
-        self._unlabeled_budget = self._resolve_unlabeled_budget(n_unlabeled)
+        # a pool holds each sample at most once (a sample already in it has its coefficient
+        # increased), so a budget beyond the samples of its kind can never fill: it is capped
+        # at that count, which changes no model and bounds the pool arrays by the data
+        self._labeled_budget = max(1, min(
+            check_positive_int(self.labeled_budget, "labeled_budget"), n_labeled))
+        self._unlabeled_budget = max(1, min(self._resolve_unlabeled_budget(n_unlabeled),
+                                            n_unlabeled))
+        # _fit_binary works on a dense float64 copy of all rows (CSR input is densified) and
+        # pools of 32 bytes a slot
+        check_machine_memory(
+            8.0 * (n_labeled + n_unlabeled) * (n_features + 1)
+            + 32.0 * (self._labeled_budget + self._unlabeled_budget),
+            f"BGS3VM's dense float64 copy of the {n_labeled + n_unlabeled} x {n_features} "
+            "training data",
+            "BGS3VM densifies its input: use TSGS3VM (random features, reads the data a batch "
+            "at a time) for data of this size.")
         self._batch_size = check_positive_int(self.batch_size, "batch_size")
         self._n_passes = check_positive_int(self.n_passes, "n_passes")
         self._balance_samples = check_positive_int(self.balance_samples, "balance_samples")

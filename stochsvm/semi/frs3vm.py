@@ -17,7 +17,10 @@ balancing constraint and annealing are those of :class:`stochsvm.semi.tsgs3vm.TS
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._core.losses import MARGIN_LOSSES
 from .._core.monitor import TrainingMonitor
@@ -27,9 +30,14 @@ from .._core.random_features import (
     feature_block,
     transform_block,
 )
+from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from .._core.validation import check_choice, check_fraction, check_positive_int
 from ._base import BaseSemiSupervisedClassifier
-from .tsgs3vm import batch_schedule, resolve_stochastic_schedule
+from .tsgs3vm import (
+    SCHEDULE_PARAMETER_CONSTRAINTS,
+    batch_schedule,
+    resolve_stochastic_schedule,
+)
 
 __all__ = ["FRS3VM", "frs3vm_train"]
 
@@ -126,8 +134,8 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     Parameters
     ----------
     C, C_star, kernel, gamma, unlabeled_loss, ramp_s, batch_size, unlabeled_batch_size, \
-step_size, step_schedule, theta, max_iter, feature_dtype, balance, unlabeled_ramp_up, random_state, verbose, \
-callback, record_every
+step_size, step_schedule, theta, max_iter, feature_dtype, balance, unlabeled_ramp_up, n_jobs, \
+random_state, verbose, callback, record_every
         As in :class:`stochsvm.semi.tsgs3vm.TSGS3VM`.
     n_components : int, default=1024
         Number ``D`` of fixed random features.
@@ -147,11 +155,25 @@ callback, record_every
     # training reads the unlabeled samples a batch at a time: no copy of them (see _base)
     _unlabeled_by_rows = True
 
+    _binary_model_field = DictField({
+        "coef": ArrayField("float", ("n_components",)),
+        "intercept": FloatField(),
+        "seed": IntField(minimum=0),
+        "omega": ArrayField("float", ("n_features", "n_components")),
+        "offset": ArrayField("float", ("n_components",)),
+        "dtype": StrField(("float64", "float32")),
+    })
+
+    _parameter_constraints = {
+        **SCHEDULE_PARAMETER_CONSTRAINTS,
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
-                 unlabeled_loss="symmetric_hinge", ramp_s=-0.3, n_components=1024,
-                 batch_size=256, unlabeled_batch_size=None, step_size=0.1,
-                 step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=10.0,
-                 feature_dtype="float32", balance="auto", unlabeled_ramp_up=0.5, random_state=None, verbose=0, callback=None,
+                 unlabeled_loss="symmetric_hinge", ramp_s=-0.3, n_components=1024, batch_size=256,
+                 unlabeled_batch_size=None, step_size=0.1, step_schedule="decreasing", theta=1.0,
+                 max_iter=None, n_passes=10.0, feature_dtype="float32", balance="auto",
+                 unlabeled_ramp_up=0.5, n_jobs=None, random_state=None, verbose=0, callback=None,
                  record_every=8):
         self.C = C
         self.C_star = C_star
@@ -171,25 +193,38 @@ callback, record_every
         self.balance = balance
         self.unlabeled_ramp_up = unlabeled_ramp_up
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
         self.record_every = record_every
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
-        self._kernel = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
+        self._kernel_name = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
         self._n_components = check_positive_int(self.n_components, "n_components")
-        (self._labeled_batch, self._unlabeled_batch, self._n_iterations,
-         self._step, _) = resolve_stochastic_schedule(self, n_labeled, n_unlabeled,
-                                                      self.n_passes)
-        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
         self._dtype = np.dtype(check_choice(self.feature_dtype, "feature_dtype",
                                             ("float32", "float64")))
+
+        def memory(n_iterations, labeled_batch, unlabeled_batch):
+            # the D frequencies and offsets (d + 1 numbers a feature), the coefficients, and
+            # the features of a batch or of a prediction chunk (with temporaries)
+            itemsize = self._dtype.itemsize
+            rows = max(labeled_batch + unlabeled_batch, _ROWS_PER_CHUNK)
+            needed = float(self._n_components) * (
+                (n_features + 1.0) * itemsize + 8.0 + 3.0 * itemsize * rows)
+            what = (f" and the random features of n_components={self.n_components!r} x "
+                    f"{n_features} input features (batches of {rows} rows)")
+            return needed, what, " or n_components"
+
+        (self._labeled_batch, self._unlabeled_batch, self._n_iterations,
+         self._step, _) = resolve_stochastic_schedule(self, n_labeled, n_unlabeled,
+                                                      self.n_passes, memory=memory)
+        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
         self._record_every = check_positive_int(self.record_every, "record_every")
 
     def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
         seed = draw_seed(rng)
         omega, offset = feature_block(seed, 0, X_labeled.shape[1], self._n_components,
-                                      self._gamma, self._kernel, self._dtype)
+                                      self._gamma, self._kernel_name, self._dtype)
         coef, intercept, history, n_iter = frs3vm_train(
             X_labeled, y_signed, X_unlabeled, rng, omega=omega, offset=offset, C=self._C,
             C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,

@@ -38,12 +38,16 @@ seed). Training costs :math:`O(|B| m T^2 d)`: the defaults bound ``T`` (see
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.kernels import check_machine_memory
 from .._core.losses import MARGIN_LOSSES
 from .._core.monitor import TrainingMonitor
 from .._core.random_features import (
@@ -55,6 +59,7 @@ from .._core.random_features import (
     feature_blocks,
     transform_block,
 )
+from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from .._core.validation import (
     check_choice,
     check_fraction,
@@ -124,9 +129,41 @@ def resolve_labeled_steps(labeled_steps, C, n_labeled, n_iterations):
     return check_positive_int(labeled_steps, "labeled_steps")
 
 
-def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, labeled_steps=1):
+#: parameters of the random-feature schedule shared by TSGS3VM and FRS3VM
+SCHEDULE_PARAMETER_CONSTRAINTS = {
+    "kernel": [StrOptions(set(RANDOM_FEATURE_KERNELS))],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "unlabeled_batch_size": [Interval(Integral, 1, None, closed="left"), None],
+    "step_size": [Interval(Real, 0, 1, closed="right"), StrOptions({"theory"})],
+    "step_schedule": [StrOptions({"decreasing", "constant"})],
+    "theta": [Interval(Real, 0, None, closed="neither")],
+    "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+    "n_passes": [Interval(Real, 0, None, closed="neither")],
+    "feature_dtype": [StrOptions({"float32", "float64"})],
+    "unlabeled_ramp_up": [Interval(Real, 0, 1, closed="both")],
+    "record_every": [Interval(Integral, 1, None, closed="left")],
+}
+
+
+def iteration_source(estimator, n_passes):
+    """The parameter that set the number of iterations, for messages: ``max_iter=...`` or
+    ``n_passes=...``."""
+    if estimator.max_iter is not None:
+        return f"max_iter={estimator.max_iter!r}"
+    return f"n_passes={n_passes!r}"
+
+
+def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, labeled_steps=1,
+                                memory=None):
     """Batch sizes, iteration count and step sizes shared by TSGS3VM and FRS3VM (called
     from ``_resolve_parameters``, after the base class has checked ``C`` into ``_C``).
+
+    ``memory(n_iterations, labeled_batch, unlabeled_batch)``, when given, returns the bytes
+    the caller will allocate for that many iterations, the words naming them (", ..." after
+    "the step schedule") and more advice (", ..." after "Lower max_iter or n_passes"): with
+    the schedule's own array they must fit in the machine's memory
+    (:func:`~stochsvm._core.kernels.check_machine_memory`), or a ``MemoryError`` names the
+    parameters before anything is allocated.
 
     Returns ``(labeled_batch, unlabeled_batch, n_iterations, step, labeled_steps)`` where
     ``labeled_steps`` is the number of steps per iteration (an int, resolved by
@@ -144,6 +181,11 @@ def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, lab
                                              "unlabeled_batch_size")
     unlabeled_batch = min(unlabeled_batch, n_unlabeled)
     if estimator.max_iter is not None:
+        default_passes = inspect.signature(type(estimator)).parameters["n_passes"].default
+        if n_passes != default_passes:
+            raise ValueError(
+                f"max_iter={estimator.max_iter!r} and n_passes={n_passes!r} both set the "
+                "number of iterations; give one of them (max_iter=None to count passes).")
         n_iterations = check_positive_int(estimator.max_iter, "max_iter")
     else:
         passes = check_positive(n_passes, "n_passes")
@@ -167,7 +209,17 @@ def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, lab
         step = step_size
     schedule = check_choice(estimator.step_schedule, "step_schedule",
                             ("decreasing", "constant"))
-    if schedule == "decreasing" and step_size != "theory":
+    decreasing = schedule == "decreasing" and step_size != "theory"
+    # before anything of size T is built: the decreasing schedule (one step per step, from
+    # an integer range: 16 bytes each) and what the caller keeps per iteration
+    extra_bytes, extra_what, extra_advice = (0.0, "", "") if memory is None else memory(
+        n_iterations, labeled_batch, unlabeled_batch)
+    check_machine_memory(
+        (16.0 * n_iterations * labeled_steps if decreasing else 0.0) + extra_bytes,
+        f"{type(estimator).__name__}'s step schedule{extra_what} for {n_iterations} "
+        f"iterations ({iteration_source(estimator, n_passes)}) x {labeled_steps} steps each",
+        f"Lower max_iter or n_passes{extra_advice}.")
+    if decreasing:
         # SGD on an objective that is 1-strongly convex in f (the 1/2 ||f||^2 term): the
         # inverse step grows by one per step, as in Pegasos, so the iterates settle whatever
         # C n_l is; a constant step keeps moving f by about gamma C n_l on the labeled points
@@ -337,6 +389,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     feature_cache : {"cached", "regenerate"} or bool, default="cached"
         Keep the feature blocks (fast, ``d T m`` numbers) or regenerate them from the seed
         when evaluating the model (Alg. 2; the model is ``T m`` coefficients and one seed).
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     feature_dtype : {"float32", "float64"}, default="float32"
         Precision of the random features and their cosines during training. float32 has a
@@ -415,8 +470,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
       Fashion-MNIST tops vs rest (n = 20000) TSGS3VM is within 0.2 points of ``C_star=0``.
 
     Its strength is scale: one pass over 10^7 samples (d = 20) in 33 s and 82 s in two full
-    benchmark runs on different 2-core hosts, with a model of ``T m`` numbers, where the exact S3VMs stop at a few thousand samples and
-    ``LabelSpreading`` at a few 10^5. Cross-validate ``C_star`` (``0`` included) with
+    benchmark runs on different 2-core hosts, with a model of ``T m`` numbers, where the
+    exact S3VMs stop at a few thousand samples and ``LabelSpreading`` at a few 10^5. Cross-validate ``C_star`` (``0`` included) with
     :class:`~stochsvm.semi.model_selection.LabeledKFold` to learn whether a data set is one
     where the unlabeled term helps.
     """
@@ -424,11 +479,31 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     # training reads the unlabeled samples a batch at a time: no copy of them (see _base)
     _unlabeled_by_rows = True
 
+    _binary_model_field = DictField({
+        "coefficients": ArrayField("float", ("n_coefficients",)),
+        "intercept": FloatField(),
+        "seed": IntField(minimum=0),
+        "n_blocks": IntField(minimum=0),
+        "block_size": IntField(minimum=1),
+        "gamma": FloatField(minimum=0.0, strict=True),
+        "kernel": StrField(RANDOM_FEATURE_KERNELS),
+        "dtype": StrField(("float64", "float32")),
+        "omega": ArrayField("float", ("n_features", "n_cached"), optional=True),
+        "offset": ArrayField("float", ("n_cached",), optional=True),
+    })
+
+    _parameter_constraints = {
+        **SCHEDULE_PARAMETER_CONSTRAINTS,
+        "n_features_per_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "feature_cache": [StrOptions({"cached", "regenerate"}), "boolean"],
+        "labeled_steps": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    }
+
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
                  unlabeled_loss="symmetric_hinge", ramp_s=-0.3, batch_size=256,
                  unlabeled_batch_size=None, n_features_per_iter=None, step_size=0.1,
                  step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=1.0,
-                 feature_cache="cached", random_state=None, feature_dtype="float32",
+                 feature_cache="cached", n_jobs=None, random_state=None, feature_dtype="float32",
                  balance="auto", unlabeled_ramp_up=0.5, labeled_steps="auto", verbose=0,
                  callback=None, record_every=8):
         self.C = C
@@ -447,6 +522,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         self.n_passes = n_passes
         self.feature_cache = feature_cache
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.feature_dtype = feature_dtype
         self.balance = balance
         self.unlabeled_ramp_up = unlabeled_ramp_up
@@ -456,31 +532,51 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         self.record_every = record_every
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
-        self._kernel = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
+        self._kernel_name = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
         if isinstance(self.feature_cache, (bool, np.bool_)):
             self._cached = bool(self.feature_cache)
         else:
             self._cached = check_choice(self.feature_cache, "feature_cache",
                                         ("cached", "regenerate")) == "cached"
-        (self._labeled_batch, self._unlabeled_batch, self._n_iterations, self._step,
-         self._labeled_steps) = resolve_stochastic_schedule(
-            self, n_labeled, n_unlabeled, self.n_passes, self.labeled_steps)
         if self.n_features_per_iter is None:
             self._block_size = min(math.ceil(math.sqrt(n_labeled + n_unlabeled)),
                                    MAXIMUM_FEATURES_PER_ITERATION)
         else:
             self._block_size = check_positive_int(self.n_features_per_iter,
                                                   "n_features_per_iter")
-        self._record_every = check_positive_int(self.record_every, "record_every")
-        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
         self._dtype = np.dtype(check_choice(self.feature_dtype, "feature_dtype",
                                             ("float32", "float64")))
+
+        def memory(n_iterations, labeled_batch, unlabeled_batch):
+            # what tsgs3vm_train allocates for T iterations of m features: the T m
+            # coefficients (float64), the cached blocks (d + 1 numbers a feature) and an
+            # iteration's features of the batch and of the labeled samples (with temporaries)
+            m, itemsize = self._block_size, self._dtype.itemsize
+            columns = float(n_iterations) * m
+            needed = 8.0 * columns + 3.0 * itemsize * m * (
+                unlabeled_batch + labeled_batch + n_labeled)
+            if self._cached:
+                needed += (n_features + 1.0) * itemsize * columns
+            stored = ("coefficients and cached feature blocks" if self._cached
+                      else "coefficients")
+            what = (f", {stored} of n_features_per_iter={self.n_features_per_iter!r} "
+                    f"(m = {m}) random features x {n_features} input features")
+            advice = (" or n_features_per_iter, or use feature_cache='regenerate' (8 T m "
+                      "bytes: each block is regenerated from its seed)" if self._cached
+                      else " or n_features_per_iter")
+            return needed, what, advice
+
+        (self._labeled_batch, self._unlabeled_batch, self._n_iterations, self._step,
+         self._labeled_steps) = resolve_stochastic_schedule(
+            self, n_labeled, n_unlabeled, self.n_passes, self.labeled_steps, memory=memory)
+        self._record_every = check_positive_int(self.record_every, "record_every")
+        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
 
     def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
         seed = draw_seed(rng)
         state, history, n_iter = tsgs3vm_train(
             X_labeled, y_signed, X_unlabeled, rng, seed=seed, C=self._C, C_star=self._C_star,
-            gamma=self._gamma, kernel=self._kernel, unlabeled_loss=self._unlabeled_loss,
+            gamma=self._gamma, kernel=self._kernel_name, unlabeled_loss=self._unlabeled_loss,
             unlabeled_parameter=self._unlabeled_parameter, labeled_batch=self._labeled_batch,
             unlabeled_batch=self._unlabeled_batch, n_iterations=self._n_iterations,
             block_size=self._block_size, step=self._step, cached=self._cached,

@@ -85,16 +85,19 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from numbers import Integral, Real
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.kernels import KERNELS, kernel_block
 from .._core.losses import get_unlabeled_loss
 from .._core.monitor import TrainingMonitor
+from .._core.state import ArrayField, DictField, FloatField, StrField
 from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import BaseSemiSupervisedClassifier
 
@@ -163,6 +166,27 @@ class _KernelExpansionModel(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
     ``state`` keys: ``support_vectors`` (dense rows), ``coef``, ``intercept``.
     """
 
+    _binary_model_field = DictField({
+        "support_vectors": ArrayField("float", ("n_support", "n_features")),
+        "coef": ArrayField("float", ("n_support",)),
+        "intercept": FloatField(),
+        "positive_fraction": FloatField(minimum=0.0, optional=True),
+        # SelfLabelingTSVM: the imputed labels; CCCPTSVM: the balancing multiplier
+        "unlabeled_labels": ArrayField("float", (None,), optional=True),
+        "balance": FloatField(optional=True, allow_nan=True),
+    })
+    _fitted_fields = {"_kernel_name": StrField(KERNELS)}
+
+    _parameter_constraints = {
+        "kernel": [StrOptions(set(KERNELS))],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_samples": [Interval(Integral, 1, None, closed="left")],
+        "positive_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+    }
+
     def _resolve_kernel(self):
         self._kernel_name = check_choice(self.kernel, "kernel", KERNELS)
         if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or \
@@ -172,7 +196,7 @@ class _KernelExpansionModel(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
                 not np.isfinite(self.coef0):
             raise ValueError(f"coef0={self.coef0!r} must be a finite number.")
 
-    def _kernel(self, A, B):
+    def _kernel_values(self, A, B):
         return kernel_block(A, B, self._kernel_name, self._gamma, int(self.degree),
                             float(self.coef0))
 
@@ -180,14 +204,14 @@ class _KernelExpansionModel(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         support = state["support_vectors"]
         if support.shape[0] == 0:
             return np.full(X.shape[0], float(state["intercept"]))
-        return self._kernel(X, support) @ state["coef"] + float(state["intercept"])
+        return self._kernel_values(X, support) @ state["coef"] + float(state["intercept"])
 
     def _squared_norm_binary(self, state):
         support = state["support_vectors"]
         if support.shape[0] == 0:
             return 0.0
         coef = state["coef"]
-        return float(coef @ self._kernel(support, support) @ coef)
+        return float(coef @ self._kernel_values(support, support) @ coef)
 
 
 def _expansion_state(X_all, coef, intercept, extra=None):
@@ -289,6 +313,9 @@ class SelfLabelingTSVM(_KernelExpansionModel):
     max_samples : int, default=5000
         Refuse more samples than this (the Gram matrix takes ``8 n^2`` bytes and each SVM is
         solved exactly); TSGS3VM is the scalable alternative.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     verbose : int, default=0
     callback : callable or None, default=None
         Called with each history record; returning ``True`` stops the binary problem.
@@ -312,8 +339,8 @@ class SelfLabelingTSVM(_KernelExpansionModel):
     """
 
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                 positive_fraction=None, max_iter=1000, tol=1e-6, max_samples=5000, verbose=0,
-                 callback=None):
+                 positive_fraction=None, max_iter=1000, tol=1e-6, max_samples=5000, n_jobs=None,
+                 verbose=0, callback=None):
         self.C = C
         self.C_star = C_star
         self.kernel = kernel
@@ -325,6 +352,7 @@ class SelfLabelingTSVM(_KernelExpansionModel):
         self.tol = tol
         self.max_samples = max_samples
         self.verbose = verbose
+        self.n_jobs = n_jobs
         self.callback = callback
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
@@ -342,7 +370,7 @@ class SelfLabelingTSVM(_KernelExpansionModel):
     def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         X_all = _stack_rows(X_labeled, X_unlabeled)
-        gram = self._kernel(X_all, X_all)
+        gram = self._kernel_values(X_all, X_all)
         fraction = _check_positive_fraction(self.positive_fraction, y_signed)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"SelfLabelingTSVM[{problem_index}] ")
@@ -562,6 +590,9 @@ class CCCPTSVM(_KernelExpansionModel):
         convex step.
     max_samples : int, default=5000
         Refuse more samples than this; TSGS3VM is the scalable alternative.
+    n_jobs : int or None, default=None
+        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
+        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     verbose : int, default=0
     callback : callable or None, default=None
 
@@ -580,7 +611,7 @@ class CCCPTSVM(_KernelExpansionModel):
 
     def __init__(self, C=1.0, C_star=None, ramp_s=-0.3, kernel="rbf", gamma="scale", degree=3,
                  coef0=0.0, positive_fraction=None, max_iter=50, tol=1e-9, max_samples=5000,
-                 verbose=0, callback=None):
+                 n_jobs=None, verbose=0, callback=None):
         self.C = C
         self.C_star = C_star
         self.ramp_s = ramp_s
@@ -593,6 +624,7 @@ class CCCPTSVM(_KernelExpansionModel):
         self.tol = tol
         self.max_samples = max_samples
         self.verbose = verbose
+        self.n_jobs = n_jobs
         self.callback = callback
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
@@ -621,7 +653,7 @@ class CCCPTSVM(_KernelExpansionModel):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         n = n_labeled + n_unlabeled
         X_all = _stack_rows(X_labeled, X_unlabeled)
-        gram = self._kernel(X_all, X_all)
+        gram = self._kernel_values(X_all, X_all)
         fraction = _check_positive_fraction(self.positive_fraction, y_signed)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"CCCPTSVM[{problem_index}] ")

@@ -1,0 +1,200 @@
+"""The one estimator contract every classifier of the package follows.
+
+:class:`BaseClassifier` is what the three family bases (:mod:`stochsvm.linear._base`,
+:mod:`stochsvm.kernel._base`, :mod:`stochsvm.semi._base`) have in common, written once:
+
+* **Parameters** are declared the scikit-learn way, in ``_parameter_constraints`` (merged along
+  the class hierarchy: a family base declares the shared ones, a solver adds its own), and
+  checked once at the start of every ``fit`` / ``partial_fit`` by :func:`fit_context`. Values a
+  fit resolves (a ``gamma`` of ``"scale"``, a default ``C_star``) go to private attributes or
+  to the solver's ``resolved`` dict; ``__init__`` arguments are never overwritten.
+* **Atomic fits.** :func:`fit_context` snapshots the instance before a fit and restores it when
+  the fit raises or is interrupted: a fitted model still predicts as before, an unfitted one
+  stays unfitted. ``KeyboardInterrupt`` arrives as ``KeyboardInterrupt`` (a signal landing in
+  compiled code can otherwise surface as ``SystemError``). A fit must therefore not modify
+  objects it finds on the instance in place (a warm start copies its solver state first).
+* **Labels and one-vs-rest.** :meth:`BaseClassifier._problem_labels` and
+  :meth:`BaseClassifier._signed_labels` turn labels into binary problems: one problem with
+  ``classes_[1]`` positive for two classes, one per class otherwise.
+  :meth:`BaseClassifier._solve_problems` runs the binary problems, in parallel processes when
+  ``n_jobs`` asks for it (joblib), each with its own seed drawn from ``random_state`` by
+  :func:`problem_seeds`, so the model does not depend on ``n_jobs``.
+* **History.** ``history_`` is one flat list of records (dicts of numbers), each with a
+  ``"problem"`` key, the index of its binary problem (0 for two classes).
+* **Fitted state** is declared per class in ``_fitted_fields`` (see
+  :mod:`stochsvm._core.state`): model files save exactly these attributes and check every one
+  of them on load.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from numbers import Integral
+
+import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .state import ArrayField, IntField, RecordsField, merged_fields
+
+__all__ = ["BaseClassifier", "fit_context", "problem_seeds"]
+
+_SEED_BOUND = np.iinfo(np.int32).max
+
+
+def fit_context(method):
+    """Decorate ``fit``/``partial_fit``: validate the parameters, make the fit atomic.
+
+    The instance dictionary is copied (shallowly) before the fit; if the fit raises anything,
+    ``KeyboardInterrupt`` included, the copy is put back, so the estimator is exactly as it
+    was. A ``SystemError`` caused by a pending ``KeyboardInterrupt`` is re-raised as the
+    ``KeyboardInterrupt`` itself.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            self._validate_params()
+            return method(self, *args, **kwargs)
+        except BaseException as error:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            if isinstance(error, SystemError):
+                cause = error.__cause__ or error.__context__
+                if isinstance(cause, KeyboardInterrupt):
+                    raise cause from None
+            raise
+
+    return wrapper
+
+
+def _solve_recording_warnings(solve, args):
+    """``solve(*args)`` in a worker process, with the warnings it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = solve(*args)
+    return result, [(str(item.message), item.category) for item in caught]
+
+
+def problem_seeds(random_state, n_problems):
+    """One integer seed per binary problem, drawn from ``random_state``.
+
+    For a single problem the seed list is ``[None]`` and the caller uses the generator
+    itself, so that two-class models are exactly what they were before one-vs-rest was
+    parallel; for several problems each gets an independent seed.
+    """
+    random_state = check_random_state(random_state)
+    if n_problems == 1:
+        return random_state, [None]
+    return random_state, [int(seed) for seed in random_state.randint(_SEED_BOUND,
+                                                                     size=n_problems)]
+
+
+class BaseClassifier(ClassifierMixin, BaseEstimator):
+    """Base of every classifier in the package (see the module docstring).
+
+    A family base supplies ``fit`` (decorated with :func:`fit_context`) and
+    ``decision_function``; prediction, label bookkeeping, parallel one-vs-rest, the history
+    shape and the declared fitted state live here.
+    """
+
+    _parameter_constraints: dict = {
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    #: fitted attributes every classifier has (model files save declared fields only)
+    _fitted_fields = {
+        "classes_": ArrayField("label", ("n_classes",)),
+        "n_features_in_": IntField(minimum=1),
+        "feature_names_in_": ArrayField("str", ("n_features",), optional=True),
+        "n_iter_": IntField(minimum=0),
+        "history_": RecordsField(),
+    }
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        constraints = {}
+        for klass in reversed(cls.__mro__):
+            constraints.update(klass.__dict__.get("_parameter_constraints", {}))
+        cls._parameter_constraints = constraints
+
+    @classmethod
+    def fitted_fields(cls):
+        """The declared fitted state of this class: ``{attribute: field}``, in check order."""
+        return merged_fields(cls)
+
+    # ------------------------------------------------------------------ labels
+    def _positive_labels(self):
+        """The label each binary problem treats as positive."""
+        if len(self.classes_) == 2:
+            return [self.classes_[1]]
+        return list(self.classes_)
+
+    def _signed_labels(self, y):
+        """``+1``/``-1`` label vectors, one per binary problem, for labels ``y``."""
+        return [np.where(y == label, 1.0, -1.0) for label in self._positive_labels()]
+
+    # ------------------------------------------------------------------ one-vs-rest
+    def _solve_problems(self, solve, arguments):
+        """``[solve(*args) for args in arguments]``, in ``n_jobs`` processes when asked.
+
+        ``solve`` is a bound method or a function; with more than one job it runs in worker
+        processes, so it must return everything it computes instead of storing it on the
+        estimator. Results come back in problem order.
+        """
+        arguments = list(arguments)
+        n_jobs = getattr(self, "n_jobs", None)
+        if len(arguments) <= 1 or effective_n_jobs(n_jobs) == 1:
+            return [solve(*args) for args in arguments]
+        outcomes = Parallel(n_jobs=min(effective_n_jobs(n_jobs), len(arguments)))(
+            delayed(_solve_recording_warnings)(solve, args) for args in arguments)
+        # warnings raised in a worker process reach the caller once each, as if sequential
+        seen = set()
+        for _, caught in outcomes:
+            for message, category in caught:
+                if (message, category) not in seen:
+                    seen.add((message, category))
+                    warnings.warn(message, category, stacklevel=3)
+        return [result for result, _ in outcomes]
+
+    @staticmethod
+    def _flat_history(histories):
+        """One flat ``history_``: every record tagged with the index of its problem."""
+        flat = []
+        for index, records in enumerate(histories):
+            for record in records:
+                record = dict(record)
+                record.setdefault("problem", index)
+                flat.append(record)
+        return flat
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, X):
+        """Predicted class labels: the sign of the decision value for two classes (positive
+        means ``classes_[1]``), the class of the largest decision value otherwise.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def _check_fitted(self):
+        check_is_fitted(self, "classes_")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
