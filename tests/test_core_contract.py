@@ -27,7 +27,7 @@ def test_predict_proba_with_log_loss(name):
     # the sigmoid of the decision value, positive class in the second column
     np.testing.assert_allclose(probabilities[:, 1], 1 / (1 + np.exp(-model.decision_function(X))))
     np.testing.assert_array_equal(model.classes_[probabilities.argmax(axis=1)], model.predict(X))
-    np.testing.assert_allclose(np.exp(model.predict_log_proba(X)), probabilities)
+    np.testing.assert_allclose(np.exp(model.predict_log_proba(X)), probabilities, atol=1e-12)
     # close to the logistic regression optimum of the same problem
     reference = LogisticRegression(C=1 / (model.alpha * X.shape[0]), tol=1e-10,
                                    max_iter=10000).fit(X, y)

@@ -37,7 +37,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state
@@ -418,8 +418,13 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     @available_if(_has_log_loss)
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only)."""
-        return np.log(self.predict_proba(X))
+        """Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only), computed without
+        underflow: :math:`\log\sigma(s) = -\log(1 + e^{-s})`."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack((-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)))
+        log_sigmoids = -np.logaddexp(0.0, -scores)
+        return log_sigmoids - logsumexp(log_sigmoids, axis=1, keepdims=True)
 
     def objective(self, X, y, sample_weight=None):
         r"""Training objective :math:`F(w, b)` of the fitted model on ``(X, y)``.
