@@ -418,7 +418,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     @available_if(_has_log_loss)
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only), computed without
+        r"""Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only), computed without
         underflow: :math:`\log\sigma(s) = -\log(1 + e^{-s})`."""
         scores = self.decision_function(X)
         if scores.ndim == 1:
