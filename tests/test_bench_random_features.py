@@ -1,17 +1,8 @@
 """The random-feature comparison benchmark: a seconds-long run of its pipeline."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-
-def load_script(name):
-    """The script ``benchmarks/<name>.py`` of this repository, imported by its path."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"benchmark_script_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .benchmark_scripts import load_script
 
 
 def test_random_features_comparison_writes_its_outputs(tmp_path):

@@ -1,22 +1,13 @@
 """The TSGS3VM paper benchmark: its pure functions, and a seconds-long run of the pipeline."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stochsvm.bench import tsgs3vm
 
-
-def load_script(name):
-    """The script ``benchmarks/<name>.py`` of this repository, imported by its path."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"benchmark_script_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .benchmark_scripts import load_script
 
 
 def test_generated_clusters_are_reproducible_with_both_classes():
