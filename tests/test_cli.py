@@ -223,8 +223,9 @@ def test_progress_bar_per_one_vs_rest_problem(tmp_path):
     for number, label in enumerate((0, 1, 2), start=1):
         assert any(f"SADMMClassifier class {label} ({number}/3)" in frame for frame in frames)
     assert "4/4" in frames[-1]
+    # the stall rule off, so that the run goes to its cap of 400 iterations
     scs = run("train", path, "--solver", "scs", "--param", "max_iter=400", "--param", "tol=1e-12",
-              "--param", "random_state=0", "--progress")
+              "--param", "n_iter_no_change=None", "--param", "random_state=0", "--progress")
     assert scs.exit_code == 0, scs.output
     frames = scs.stderr.split("\r")
     assert "400/400" in frames[-1] and re.search(r"(it/s|s/it)", frames[-1])

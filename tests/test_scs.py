@@ -395,3 +395,87 @@ def test_benchmark_smoke_writes_tables_and_figure(tmp_path):
     assert {"sklearn SVC(rbf)", "Nystroem+LinearSVC", "RBFSampler+SGD", "Wolfe",
             "kernel Pegasos"} <= {method for _, method in rows}
     assert set(report["curves"]["breast cancer"]) == {"SCS", "Wolfe", "kernel Pegasos"}
+
+
+# ---------------------------------------------------------------------------------------
+# products over the margin violators, stall rule
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fraction", [0.0, 0.05, 0.3, 0.9])
+def test_symmetric_matvec_equals_the_dense_product(dtype, fraction):
+    from stochsvm.kernel._base import symmetric_matvec
+
+    rng = np.random.RandomState(0)
+    size, capacity = 2500, 2600  # leading block of a larger preallocated matrix
+    X = rng.randn(capacity, 4)
+    gram = kernel_block(X, X, "rbf", 0.2, dtype=dtype)
+    vector = np.where(rng.rand(size) < fraction, rng.randn(size), 0.0)
+    exact = gram[:size, :size].astype(np.float64) @ vector
+    result = symmetric_matvec(gram, size, vector)
+    assert result.dtype == np.float64 and result.shape == (size,)
+    # float64 accumulation of the float32 entries on the sparse path; the dense path of a
+    # float32 matrix is the float32 product of matvec
+    tolerance = 1e-12 if dtype == np.float64 or fraction < 0.5 else 1e-4
+    np.testing.assert_allclose(result, exact, rtol=0,
+                               atol=tolerance * max(1.0, np.abs(vector).sum()))
+
+
+def test_stall_rule_stops_without_warning_near_the_optimum():
+    X, y = binary_breast_cancer()
+    _, primal, _ = _exact(X, y, 10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = SCSKernelSVC(C=10.0, max_iter=3000, random_state=0).fit(X, y)
+    assert model.n_iter_ < 3000
+    assert model.history_[-1]["stalled"]
+    assert not any(entry["stalled"] for entry in model.history_[:-1])
+    # the objective at the stop: within 3% of the optimum (the accuracy is that of SVC)
+    assert primal * (1 - 1e-9) <= model.objective(X, y) <= 1.03 * primal
+
+
+def test_stall_rule_disabled_runs_to_the_iteration_bound():
+    X, y = binary_breast_cancer()
+    with pytest.warns(ConvergenceWarning, match="max_iter=400"):
+        model = SCSKernelSVC(C=10.0, max_iter=400, n_iter_no_change=None,
+                             random_state=0).fit(X, y)
+    assert model.n_iter_ == 400
+    assert not any(entry["stalled"] for entry in model.history_)
+    # the rule only ever stops a fit: up to its stop, the two fits are the same iterations
+    stopped = SCSKernelSVC(C=10.0, max_iter=400, random_state=0).fit(X, y)
+    first = min(len(stopped.history_), 400)
+    same = [entry["objective"] for entry in model.history_[:first]]
+    assert [entry["objective"] for entry in stopped.history_[:first]][:60] == same[:60]
+
+
+@pytest.mark.parametrize("name,value", [("n_iter_no_change", 0), ("stall_tol", -1.0)])
+def test_bad_stall_parameters_name_the_parameter(name, value):
+    X, y = binary_breast_cancer()
+    with pytest.raises(ValueError, match=name):
+        SCSKernelSVC(**{name: value}).fit(X[:40], y[:40])
+
+
+def test_dense_and_sparse_input_give_the_same_model():
+    X, y = binary_breast_cancer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        dense = SCSKernelSVC(C=10.0, max_iter=200, random_state=0).fit(X, y)
+        sparse = SCSKernelSVC(C=10.0, max_iter=200, random_state=0).fit(sp.csr_matrix(X), y)
+    assert dense.n_iter_ == sparse.n_iter_
+    np.testing.assert_array_equal(dense.support_, sparse.support_)
+    np.testing.assert_allclose(dense.dual_coef_, sparse.dual_coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_kept_validation_rows_do_not_change_the_model():
+    # max_samples below n: once S_k is full, the validation rows outside it are kept in what
+    # the budget leaves after Q^k; a budget that leaves nothing computes them at every draw
+    X, y = binary_digits()
+    settings = {"C": 10.0, "initial_samples": 100, "samples_per_iter": 100,
+                "max_samples": 300, "max_iter": 120, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        kept = SCSKernelSVC(**settings).fit(X, y)
+        computed = SCSKernelSVC(**settings, max_memory_mb=300 * 300 * 8 / 2**20).fit(X, y)
+    assert kept.sample_size_[0] == 300
+    assert kept.n_iter_ == computed.n_iter_
+    np.testing.assert_array_equal(kept.support_, computed.support_)
+    np.testing.assert_allclose(kept.dual_coef_, computed.dual_coef_, rtol=1e-9, atol=1e-12)

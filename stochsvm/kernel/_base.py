@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
+import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.base import BaseClassifier, fit_context, problem_seeds
+from .._core.base import BaseClassifier, dask_input, fit_context, problem_seeds
 from .._core.kernels import (
     KERNELS,
     check_memory_budget,
@@ -42,7 +43,7 @@ from .._core.validation import (
 )
 
 __all__ = ["BaseKernelClassifier", "KERNEL_PARAMETER_CONSTRAINTS", "check_gram_budget",
-           "matvec"]
+           "matvec", "symmetric_matvec"]
 
 # rows per chunk of the prediction and objective kernel blocks (float64 temporaries)
 _PREDICTION_CHUNK_BYTES = 64 * 2**20
@@ -144,6 +145,7 @@ class BaseKernelClassifier(BaseClassifier):
     def _chunk_rows(self, n_columns):
         return max(1, int(_PREDICTION_CHUNK_BYTES // (8 * max(n_columns, 1))))
 
+    @dask_input
     def decision_function(self, X):
         r"""Decision values :math:`f(x) = \sum_j a_j k(z_j, x)` over the support vectors.
 
@@ -159,13 +161,6 @@ class BaseKernelClassifier(BaseClassifier):
                 block = self._kernel_values(X[start:start + chunk], self.support_vectors_)
                 scores[start:start + chunk] = block @ self.dual_coef_.T
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict(self, X):
-        """Class labels: the sign of the decision value (two classes) or its argmax."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
 
     def _squared_norms_of_beta(self):
         r""":math:`a^\top K a` over the support vectors, one value per binary problem."""
@@ -224,3 +219,57 @@ def matvec(block, vector):
     if block.dtype == np.float64:
         return block @ vector
     return (block @ vector.astype(block.dtype)).astype(np.float64)
+
+
+# columns per block of the row sums of symmetric_matvec: a float64 slice of the result that
+# stays in the first-level cache while the selected rows stream through it
+_COLUMN_BLOCK = 2048
+
+# symmetric_matvec switches to a dense product above this fraction of nonzero entries
+_SPARSE_FRACTION = 0.5
+
+
+@numba.njit(cache=True, fastmath=True)
+def _weighted_row_sum(gram, rows, weights, size):
+    """``sum_k weights[k] * gram[rows[k], :size]`` accumulated in float64, column block by
+    column block (each entry of the result is a sum over ``k`` in the order of ``rows``)."""
+    out = np.zeros(size)
+    for start in range(0, size, _COLUMN_BLOCK):
+        width = min(size, start + _COLUMN_BLOCK) - start
+        block = out[start:start + width]
+        for k in range(rows.shape[0]):
+            row = gram[rows[k], start:start + width]
+            weight = weights[k]
+            for j in range(width):
+                block[j] += weight * row[j]
+    return out
+
+
+def symmetric_matvec(gram, size, vector):
+    r"""Product :math:`Qv` of the leading ``size x size`` block :math:`Q` of a symmetric
+    ``gram`` with ``vector``, over the nonzero entries of ``vector`` only.
+
+    With :math:`J = \{j : v_j \ne 0\}` and :math:`Q` symmetric,
+    :math:`Qv = \sum_{j\in J} v_j Q_{j,\cdot}`: the rows of :math:`J` are read (contiguous in
+    a C-ordered matrix) and accumulated in float64 whatever the storage type, so the cost is
+    :math:`O(|J|\,|S|)` instead of :math:`O(|S|^2)`. In the conjugate subgradient solvers
+    :math:`v` is the hinge part of the subgradient, nonzero only where the margin is below 1
+    (about the support vectors near the optimum). Above half nonzero entries the dense
+    product :func:`matvec` is used.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (capacity, capacity)
+        Symmetric in its leading ``size x size`` block, float64 or float32, C-ordered.
+    size : int
+    vector : ndarray of shape (size,)
+
+    Returns
+    -------
+    ndarray of shape (size,), float64
+    """
+    rows = np.flatnonzero(vector)
+    if len(rows) > _SPARSE_FRACTION * size or not gram.flags.c_contiguous:
+        return matvec(gram[:size, :size], vector)
+    return _weighted_row_sum(gram, rows, np.ascontiguousarray(vector[rows], dtype=np.float64),
+                             size)

@@ -107,6 +107,23 @@ Implementation choices (each one stated where the paper leaves room)
   its own sample and matrix, one problem at a time. Once :math:`|S_k|` = ``max_samples`` the
   sample stops growing and the method continues on that sample (the history records
   ``samples``; the ``ConvergenceWarning`` at ``max_iter`` says when the bound was hit).
+  From then on the kernel rows against :math:`S_k` of the validation points outside it are
+  kept as they are drawn (:class:`_ValidationRows`), in what ``max_memory_mb`` leaves after
+  :math:`Q^k`: the budget bounds :math:`Q^k` and these rows together.
+* **Stall rule.** The conjugate direction combines two vectors only (eq. (5)); at large
+  ``C`` the kinks of the hinge sum keep the steps of Alg. 2 short while :math:`\|d_k\|`
+  stays far above :math:`\varepsilon`, and the stopping rule of Alg. 1 is not reached in
+  ``max_iter`` iterations although the objective hardly moves. Once :math:`S_k` has
+  stopped growing, :math:`f_k` is one fixed function, and the fit stops (without a warning)
+  when its value at the incumbent decreased by less than ``stall_tol`` (relative) over the
+  last ``n_iter_no_change`` iterations. The history records ``stalled``.
+* **Validation cost.** The ratio test can only accept a step with
+  :math:`f_k(\hat a_{k-1}) - f_k(\alpha_k) > 0` and :math:`\|d_k\| > \eta_2\delta_{k-1}`;
+  for the other iterations :math:`T_k` is still drawn (the random stream, hence the model,
+  does not depend on this shortcut) but its kernel rows are not computed.
+* **Products.** :math:`Q^k v` for the hinge part :math:`v` of a subgradient reads only the
+  rows of the samples with margin below 1 (:func:`~stochsvm.kernel._base.symmetric_matvec`,
+  float64 accumulation whatever ``kernel_dtype``).
 """
 
 from __future__ import annotations
@@ -126,7 +143,7 @@ from .._core.validation import (
     check_positive,
     check_positive_int,
 )
-from ._base import BaseKernelClassifier, check_gram_budget, matvec
+from ._base import BaseKernelClassifier, check_gram_budget, matvec, symmetric_matvec
 from ._conjugate import STEP_ZERO, first_step_length, line_search, minimum_norm_weight
 
 __all__ = ["SCSKernelSVC"]
@@ -189,6 +206,17 @@ class SCSKernelSVC(BaseKernelClassifier):
         iterations.
     metric : {"rkhs", "euclidean"}, default="rkhs"
         Norm of subgradients and directions (see the module docstring).
+    n_iter_no_change : int or None, default=50
+        Window :math:`W` of the stall rule: once :math:`S_k` has stopped growing (it holds
+        every sample or ``max_samples``), the fit stops when
+        :math:`f_{k-W}(\hat a_{k-W}) - f_k(\hat a_k) \le \epsilon_s\,|f_k(\hat a_k)|`
+        with :math:`\epsilon_s` = ``stall_tol`` (the sampled objective, one fixed function
+        over the window, decreased by less than that fraction in :math:`W` iterations).
+        ``None`` disables the rule (the fit then stops only by ``tol`` or ``max_iter``).
+    stall_tol : float, default=1e-3
+        :math:`\epsilon_s`, the relative decrease of the stall rule. Lower it, or set
+        ``n_iter_no_change=None``, to get closer to the optimum (see
+        ``benchmarks/BENCHMARKS.md`` for the accuracy at the stop).
     kernel_dtype : {"float64", "float32"}, default="float64"
         Storage type of :math:`Q^k` (float32 halves the memory).
     max_memory_mb : float, default=4096
@@ -253,6 +281,8 @@ class SCSKernelSVC(BaseKernelClassifier):
         "shortest_step_divisor": [Interval(Integral, 1, None, closed="left")],
         "validation_size": [Interval(Integral, 1, None, closed="left")],
         "metric": [StrOptions({"rkhs", "euclidean"})],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
+        "stall_tol": [Interval(Real, 0, None, closed="left")],
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
@@ -260,8 +290,9 @@ class SCSKernelSVC(BaseKernelClassifier):
                  max_iter=1000, delta_init=1e-2, delta_min=1e-7, delta_max=10.0, eta1=0.1,
                  eta2=1e-3, radius_factor=2.0, sufficient_decrease=0.4, curvature=0.3,
                  shortest_step_divisor=8, validation_size=200, metric="rkhs",
-                 kernel_dtype="float64", max_memory_mb=4096, n_jobs=None, random_state=None,
-                 verbose=0, callback=None):
+                 n_iter_no_change=50, stall_tol=1e-3, kernel_dtype="float64",
+                 max_memory_mb=4096, n_jobs=None, random_state=None, verbose=0,
+                 callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -283,6 +314,8 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.shortest_step_divisor = shortest_step_divisor
         self.validation_size = validation_size
         self.metric = metric
+        self.n_iter_no_change = n_iter_no_change
+        self.stall_tol = stall_tol
         self.kernel_dtype = kernel_dtype
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
@@ -332,6 +365,11 @@ class SCSKernelSVC(BaseKernelClassifier):
                              ">= 2 (n > 1 in Alg. 2).")
         self._validation_size = check_positive_int(self.validation_size, "validation_size")
         self._metric = check_choice(self.metric, "metric", ("rkhs", "euclidean"))
+        self._patience = (None if self.n_iter_no_change is None
+                          else check_positive_int(self.n_iter_no_change, "n_iter_no_change"))
+        self._stall_tol = float(self.stall_tol)
+        if not self._stall_tol >= 0.0:
+            raise ValueError(f"stall_tol={self.stall_tol!r} must be >= 0.")
         check_gram_budget(
             self._capacity, self._capacity, self._kernel_dtype, self._max_memory_mb,
             f"SCSKernelSVC's kernel matrix Q^k for max_samples={self._capacity}",
@@ -369,7 +407,7 @@ class SCSKernelSVC(BaseKernelClassifier):
             # point - v in the RKHS (eq. (8)); Q(point - v) in the Euclidean metric
             active = labels[:size] * q_point[:size] < 1.0
             v = np.where(active, costs * labels[:size], 0.0)
-            q_v = matvec(gram[:size, :size], v)
+            q_v = symmetric_matvec(gram, size, v)  # rows of the margin violators only
             g = point[:size] - v
             q_g = q_point[:size] - q_v
             if euclidean:
@@ -393,6 +431,10 @@ class SCSKernelSVC(BaseKernelClassifier):
         null_step = 0.0  # Wolfe's null step: where the next subgradient is taken
         spread = 0.0  # bound on the distance from the incumbent of the points aggregated in d
         accepted_steps = 0
+        plateau = []  # f_k at the incumbent since S_k stopped growing (stall rule)
+        stalled = restart = False
+        restart_value = None  # f_k at the last restart of the stall rule
+        rows_cache = None  # kernel rows of validation points once S_k stops growing
         converged = False
         iteration = 0
         for iteration in range(1, self._max_iter + 1):
@@ -404,8 +446,9 @@ class SCSKernelSVC(BaseKernelClassifier):
                 distance = 0.0
                 g, q_g = subgradient(a, q_a, size, costs)
             u, q_u = -d[:size], -q_d[:size]
-            weight = minimum_norm_weight(inner(u, q_u, u, q_u), inner(u, q_u, g, q_g),
-                                         inner(g, q_g, g, q_g))
+            weight = 0.0 if restart else minimum_norm_weight(
+                inner(u, q_u, u, q_u), inner(u, q_u, g, q_g), inner(g, q_g, g, q_g))
+            restart = False
             d[:size] = -(weight * u + (1.0 - weight) * g)
             q_d[:size] = -(weight * q_u + (1.0 - weight) * q_g)
             spread = max(spread, distance) if weight > 0.0 else distance
@@ -450,25 +493,32 @@ class SCSKernelSVC(BaseKernelClassifier):
             quadratic_b = 0.5 * float(b[:size] @ q_b[:size])
             model_a = quadratic_a + _hinge(costs, labels[:size] * q_a[:size])
             model_b = quadratic_b + _hinge(costs, labels[:size] * q_b[:size])
+            model_decrease = model_a - model_b
+            possible = model_decrease > 0.0 and norm > self._eta2 * delta
             if size == n:
                 # S_k holds every training sample: f_k is the objective F itself, and the
                 # estimates of steps 12-13 are exact (no sample can estimate F better)
                 check_a, check_b = model_a, model_b
+            elif not possible:
+                # the step fails the test whatever T_k says: draw T_k (same random stream)
+                # but skip its kernel rows
+                rng.randint(0, n, size=min(size, self._validation_size))
+                check_a, check_b = 0.0, 0.0
             else:
                 # steps 12-13: validation sample T_k, independent of S_k
                 draw = rng.randint(0, n, size=min(size, self._validation_size))
                 check_costs = C * weights[draw] * (n / len(draw))
                 check_labels = signs[draw]
+                if size == capacity and rows_cache is None:
+                    rows_cache = _ValidationRows(n, capacity, self._kernel_dtype,
+                                                 self._max_memory_mb)
                 check_a, check_d = self._validation_scores(X, draw, position, order, size, a,
-                                                           d, q_a, q_d)
+                                                           d, q_a, q_d, rows_cache)
                 check_b = check_a + step * check_d
                 check_a = quadratic_a + _hinge(check_costs, check_labels * check_a)
                 check_b = quadratic_b + _hinge(check_costs, check_labels * check_b)
             # steps 14-16: incumbent and radius update (ratio test of Lemma 3.9)
-            model_decrease = model_a - model_b
-            accepted = (model_decrease > 0.0
-                        and check_a - check_b >= self._eta1 * model_decrease
-                        and norm > self._eta2 * delta)
+            accepted = possible and check_a - check_b >= self._eta1 * model_decrease
             if accepted:
                 a, q_a = b, q_b
                 delta = min(self._radius_factor * delta, delta_max)
@@ -478,17 +528,31 @@ class SCSKernelSVC(BaseKernelClassifier):
             else:
                 delta = max(delta / self._radius_factor, delta_min)
                 value = model_a
+            # stall rule: f_k is one fixed function once S_k stops growing
+            if size == capacity:
+                plateau.append(value)
+            stalled = (self._patience is not None and len(plateau) > self._patience
+                       and plateau[-1 - self._patience] - value
+                       <= self._stall_tol * abs(value))
+            if stalled and (restart_value is None
+                            or restart_value - value > self._stall_tol * abs(value)):
+                # first stall, or progress since the last restart: restart from d = -g at
+                # the incumbent with the initial radius before giving up
+                stalled, restart, restart_value = False, True, value
+                plateau = []
+                null_step = 0.0
+                delta = self._delta_init * scale
             record = {"iteration": iteration, "samples": size, "objective": float(value),
                       "direction_norm": float(norm), "delta": float(delta / scale),
                       "step": float(step), "accepted": bool(accepted),
-                      "line_search": int(outcome)}
+                      "line_search": int(outcome), "stalled": bool(stalled)}
             model = None
             if self.callback is not None:
                 model = {"coefficients": a[:size].copy(), "indices": order[:size].copy()}
             stop = monitor.record(record, model)
             if norm < epsilon and delta <= delta_min:
                 converged = True
-            if converged or stop:
+            if converged or stop or stalled:
                 break
         limited = (" The sample reached max_samples="
                    f"{self.max_samples}." if size == capacity and capacity < n else "")
@@ -497,7 +561,7 @@ class SCSKernelSVC(BaseKernelClassifier):
                 f"SCSKernelSVC accepted no step in {iteration} iterations: the model of "
                 f"problem {index} is zero (|S_k|={size}).{limited} Raise max_iter, lower "
                 f"delta_init, or check the data and C={self.C!r}.", ConvergenceWarning)
-        elif not converged and monitor.stopped_by is None:
+        elif not converged and not stalled and monitor.stopped_by is None:
             warnings.warn(
                 f"SCSKernelSVC stopped at max_iter={self._max_iter} before the stopping rule "
                 f"held: ||d_k|| = {norm / scale:.3g} (tol={self._tol:g}) and delta_k = "
@@ -508,11 +572,13 @@ class SCSKernelSVC(BaseKernelClassifier):
         coefficients[order[:size]] = a[:size]
         return coefficients, monitor.history, iteration, {"sample_size": size}
 
-    def _validation_scores(self, X, draw, position, order, size, a, d, q_a, q_d):
+    def _validation_scores(self, X, draw, position, order, size, a, d, q_a, q_d,
+                           rows_cache=None):
         """Decision values of the incumbent and of the direction at the points ``draw``.
 
         Points of ``T_k`` that belong to ``S_k`` read them from ``Q^k a`` and ``Q^k d``; the
-        others get their kernel rows against ``S_k``, in chunks of at most 32 MiB.
+        others get their kernel rows against ``S_k``, in chunks of at most 32 MiB, or read
+        them from ``rows_cache`` (a :class:`_ValidationRows`, once ``S_k`` no longer grows).
         """
         where = position[draw]
         inside = where >= 0
@@ -521,7 +587,16 @@ class SCSKernelSVC(BaseKernelClassifier):
         scores_a[inside] = q_a[where[inside]]
         scores_d[inside] = q_d[where[inside]]
         outside = np.flatnonzero(~inside)
-        if len(outside):
+        if len(outside) and rows_cache is not None:
+            vectors = np.column_stack((a[:size], d[:size]))
+            if rows_cache.sample is None:
+                rows_cache.sample = X[order[:size]]  # S_k no longer changes
+            block = rows_cache.rows(draw[outside], lambda points: self._kernel_values(
+                X[points], rows_cache.sample))
+            products = block @ vectors
+            scores_a[outside] = products[:, 0]
+            scores_d[outside] = products[:, 1]
+        elif len(outside):
             vectors = np.column_stack((a[:size], d[:size]))
             chunk = max(1, int(4 * 2**20 // max(size, 1)))
             for start in range(0, len(outside), chunk):
@@ -549,6 +624,46 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.sample_size_ = np.asarray([extra["sample_size"] for extra in self._problem_extras])
         del self._problem_extras
         return self
+
+
+class _ValidationRows:
+    r"""Kernel rows :math:`k(x_i, S_k)` of validation points outside a fixed :math:`S_k`.
+
+    Once :math:`S_k` stops growing (``max_samples`` reached), a point of :math:`T_k` outside
+    it needs the same kernel row every time it is drawn; its row is computed once and kept,
+    in as many rows as ``max_memory_mb`` leaves after :math:`Q^k` (at most ``n - capacity``;
+    the store's pages are only touched as rows arrive). Points drawn after the store is full
+    get their rows computed at every draw, as without the store. Values are those of
+    ``kernel_block`` in ``dtype``, as without the store.
+    """
+
+    def __init__(self, n, capacity, dtype, max_memory_mb):
+        itemsize = np.dtype(dtype).itemsize
+        left = max_memory_mb * 2**20 - float(itemsize) * capacity * capacity
+        slots = int(min(n - capacity, max(0.0, left) // (itemsize * capacity)))
+        self.slot = np.full(n, -1, dtype=np.int64)
+        self.sample = None  # the points of S_k, gathered once
+        self.store = np.empty((slots, capacity), dtype=dtype)
+        self.used = 0
+
+    def rows(self, points, compute):
+        """Rows of ``points`` (training indices, repeats allowed) as one block; ``compute``
+        returns the rows of an index array."""
+        block = np.empty((len(points), self.store.shape[1]), dtype=self.store.dtype)
+        slots = self.slot[points]
+        known = slots >= 0
+        block[known] = self.store[slots[known]]
+        missing = np.flatnonzero(~known)
+        if len(missing):
+            unique, first = np.unique(points[missing], return_inverse=True)
+            fresh = compute(unique)
+            block[missing] = fresh[first]
+            room = min(len(unique), self.store.shape[0] - self.used)
+            if room > 0:
+                self.store[self.used:self.used + room] = fresh[:room]
+                self.slot[unique[:room]] = np.arange(self.used, self.used + room)
+                self.used += room
+        return block
 
 
 def append_samples(kernel, X, order, gram, size, new_size):

@@ -45,7 +45,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.monitor import TrainingMonitor
 from .._core.validation import check_choice, check_positive, check_positive_int
-from ._base import BaseKernelClassifier, check_gram_budget, matvec
+from ._base import BaseKernelClassifier, check_gram_budget, matvec, symmetric_matvec
 from ._conjugate import STEP_ZERO, first_step_length, line_search, minimum_norm_weight
 
 __all__ = ["WolfeKernelSVC"]
@@ -155,7 +155,7 @@ class WolfeKernelSVC(BaseKernelClassifier):
         def subgradient(point, q_point):
             v = np.where(signs * q_point < 1.0, costs * signs, 0.0)
             g = point - v
-            q_g = q_point - matvec(gram, v)
+            q_g = q_point - symmetric_matvec(gram, n, v)  # margin violators only
             if euclidean:
                 g = q_g
                 q_g = matvec(gram, g)
