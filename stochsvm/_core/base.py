@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .state import ArrayField, IntField, RecordsField, merged_fields
 
-__all__ = ["BaseClassifier", "fit_context", "problem_seeds"]
+__all__ = ["BaseClassifier", "dask_input", "fit_context", "problem_seeds"]
 
 _SEED_BOUND = np.iinfo(np.int32).max
 
@@ -68,6 +68,26 @@ def fit_context(method):
                 if isinstance(cause, KeyboardInterrupt):
                     raise cause from None
             raise
+
+    return wrapper
+
+
+def _is_dask_collection(data):
+    return hasattr(data, "__dask_graph__") and hasattr(data, "__dask_keys__")
+
+
+def dask_input(method):
+    """Decorate a prediction method: a dask array or DataFrame is scored block by block
+    where its chunks live (:mod:`stochsvm.distributed`), returning a lazy dask array."""
+
+    @functools.wraps(method)
+    def wrapper(self, X, *args, **kwargs):
+        if _is_dask_collection(X):
+            from ..distributed import blockwise
+
+            self._check_fitted()
+            return blockwise(self, method.__name__, X)
+        return method(self, X, *args, **kwargs)
 
     return wrapper
 
@@ -174,6 +194,7 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         return flat
 
     # ------------------------------------------------------------------ prediction
+    @dask_input
     def predict(self, X):
         """Predicted class labels: the sign of the decision value for two classes (positive
         means ``classes_[1]``), the class of the largest decision value otherwise.
@@ -190,6 +211,26 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on ``(X, y)``; dask input is scored block by block where it lives.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        float
+        """
+        if _is_dask_collection(X):
+            from ..distributed import score
+
+            self._check_fitted()
+            return score(self, X, y, sample_weight)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def _check_fitted(self):
         check_is_fitted(self, "classes_")

@@ -46,7 +46,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.base import BaseClassifier, fit_context
+from .._core.base import BaseClassifier, dask_input, fit_context
 from .._core.losses import MARGIN_LOSSES, get_margin_loss
 from .._core.monitor import TrainingMonitor
 from .._core.penalties import get_penalty
@@ -373,6 +373,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         return self
 
     # ------------------------------------------------------------------ evaluation
+    @dask_input
     def decision_function(self, X):
         """Signed distance to the hyperplane, ``X @ coef_.T + intercept_``.
 
@@ -389,6 +390,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         return self.loss == "log_loss"
 
     @available_if(_has_log_loss)
+    @dask_input
     def predict_proba(self, X):
         r"""Class probabilities of the logistic model (``loss="log_loss"`` only).
 
@@ -417,6 +419,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         return probabilities
 
     @available_if(_has_log_loss)
+    @dask_input
     def predict_log_proba(self, X):
         r"""Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only), computed without
         underflow: :math:`\log\sigma(s) = -\log(1 + e^{-s})`."""

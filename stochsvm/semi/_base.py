@@ -59,7 +59,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.base import BaseClassifier, fit_context, problem_seeds
+from .._core.base import BaseClassifier, dask_input, fit_context, problem_seeds
 from .._core.kernels import resolve_gamma
 from .._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES, get_unlabeled_loss
 from .._core.state import BoolField, FloatField, LibraryField, ListField
@@ -222,6 +222,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
         """Hook for subclass-specific checks (nothing by default)."""
 
+    @dask_input
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes (positive means
         ``classes_[1]``), (n_samples, n_classes) for more."""
