@@ -478,6 +478,7 @@ def _read(path):
             array_bytes = archive.read("arrays.npz")
             checksum = archive.read("checksum").decode("ascii").strip()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, UnicodeDecodeError,
+            # zipfile's answers to an unsupported compression method or an encrypted member
             NotImplementedError, RuntimeError) as error:
         raise ValueError(f"{path}: not a stochsvm model file, or truncated ({error})") from None
     if hashlib.sha256(meta_bytes + array_bytes).hexdigest() != checksum:

@@ -15,6 +15,7 @@ uses it and must agree in every later one. Fields are checked in declaration ord
 
 from __future__ import annotations
 
+import abc
 import numbers
 from dataclasses import dataclass, field
 
@@ -48,11 +49,15 @@ def _fail(name, message):
     raise ValueError(f"model field {name!r}: {message}")
 
 
-class _Field:
+class _Field(abc.ABC):
+    """A declared field: ``check`` raises ``ValueError`` naming the field when ``value`` does
+    not fit, and binds the shape symbols it meets in ``symbols``."""
+
     optional = False
 
-    def check(self, value, name, symbols):  # pragma: no cover - overridden
-        raise NotImplementedError
+    @abc.abstractmethod
+    def check(self, value, name, symbols):
+        """Check ``value`` of the field ``name``."""
 
 
 def _bind(shape, actual, name, symbols):
