@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .state import ArrayField, IntField, RecordsField, merged_fields
 
-__all__ = ["BaseClassifier", "dask_input", "fit_context", "problem_seeds"]
+__all__ = ["BaseClassifier", "dask_fit", "dask_input", "fit_context", "problem_seeds"]
 
 _SEED_BOUND = np.iinfo(np.int32).max
 
@@ -87,6 +87,20 @@ def dask_input(method):
 
             self._check_fitted()
             return blockwise(self, method.__name__, X)
+        return method(self, X, *args, **kwargs)
+
+    return wrapper
+
+
+def dask_fit(method):
+    """Decorate ``fit``: a dask array or DataFrame ``X`` is trained on where its chunks live,
+    by the estimator's ``_fit_dask(X, y, **kwargs)`` (:mod:`stochsvm.distributed`). The
+    fitted model is the ordinary in-memory model."""
+
+    @functools.wraps(method)
+    def wrapper(self, X, *args, **kwargs):
+        if _is_dask_collection(X):
+            return self._fit_dask(X, *args, **kwargs)
         return method(self, X, *args, **kwargs)
 
     return wrapper
@@ -234,6 +248,20 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_fitted(self):
         check_is_fitted(self, "classes_")
+
+    #: the distributed form of ``fit`` for dask input, a key of
+    #: ``stochsvm.distributed.TRAINERS`` (``None``: dask input is refused with
+    #: ``_dask_refusal``)
+    _distributed_training = None
+    _dask_refusal = ("{name} has no distributed training form; fit it on a sample that fits "
+                     "in memory (for example X[:n].compute()), or use an estimator listed in "
+                     "stochsvm.distributed.TRAINERS.")
+
+    def _fit_dask(self, X, *args, **kwargs):
+        """Train on dask input (see :mod:`stochsvm.distributed`)."""
+        from ..distributed import fit as distributed_fit
+
+        return distributed_fit(self, X, *args, **kwargs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,4 +1,4 @@
-"""Dask input for the fitted estimators: prediction where the chunks live.
+"""Dask input: training and prediction where the chunks live.
 
 A fitted model is an ordinary in-memory model (a few arrays); a data set larger than one
 machine's memory is a :class:`dask.array.Array` (or a dask DataFrame) whose chunks live on
@@ -8,6 +8,18 @@ and work block by block: the model travels to the workers once, each row block i
 where it lives, and the result is again a lazy dask array (``score`` computes one number).
 Nothing is gathered to the client.
 
+``fit`` of the estimators named in :data:`TRAINERS` accepts the same input and trains where
+the row blocks live, in the distributed form natural to each family; the fitted model is again
+the ordinary in-memory model (it saves, loads and predicts on NumPy input as before):
+
+* ``"model_averaging"`` (:mod:`stochsvm.distributed.linear`): the linear solvers whose epoch
+  needs nothing but its own rows. Each round runs one epoch of the estimator's compiled
+  solver on every row block and averages the solver states; ``tol`` watches the exact
+  objective, computed in the same pass.
+
+The other estimators refuse dask input with a message saying why (the exact small-n
+references name their size limit) and what to do instead.
+
 Dask is an optional dependency (``pip install "stochsvm[dask]"``); this module imports it only
 when a dask collection is passed.
 """
@@ -16,7 +28,31 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["blockwise", "is_dask_collection"]
+__all__ = ["TRAINERS", "blockwise", "fit", "is_dask_collection", "score"]
+
+#: distributed form -> the estimators (class names) that train on dask input with it
+TRAINERS = {
+    "model_averaging": ("SADMMClassifier", "RDAClassifier", "ComidClassifier",
+                        "PegasosClassifier", "MiniBatchSGDClassifier", "ProxSVRGClassifier"),
+}
+
+
+def fit(estimator, X, *args, **kwargs):
+    """``estimator.fit(X, y, **kwargs)`` for a dask ``X``, in the estimator's distributed form.
+
+    Raises
+    ------
+    TypeError
+        When the estimator has no distributed form (the message says what to do instead).
+    """
+    form = estimator._distributed_training
+    if form is None:
+        raise TypeError(estimator._dask_refusal.format(name=type(estimator).__name__))
+    if form == "model_averaging":
+        from .linear import fit_model_averaging
+
+        return fit_model_averaging(estimator, X, *args, **kwargs)
+    raise ValueError(f"unknown distributed form {form!r}")  # pragma: no cover
 
 
 def is_dask_collection(data):

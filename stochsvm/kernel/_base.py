@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.base import BaseClassifier, dask_input, fit_context, problem_seeds
+from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context, problem_seeds
 from .._core.kernels import (
     KERNELS,
     check_memory_budget,
@@ -103,6 +103,7 @@ class BaseKernelClassifier(BaseClassifier):
         self._max_memory_mb = float(self.max_memory_mb)
 
     @fit_context
+    @dask_fit
     def fit(self, X, y, sample_weight=None):
         """Fit one binary problem (two classes) or one per class (one-vs-rest).
 

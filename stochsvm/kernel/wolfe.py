@@ -95,6 +95,11 @@ class WolfeKernelSVC(BaseKernelClassifier):
         ``seconds``, ``problem``.
     """
 
+    _dask_refusal = ("{name} is an exact small-n reference: it keeps the full kernel matrix "
+                     "(8 n^2 bytes) in memory under max_memory_mb (default 2048 MB, about "
+                     "16,000 samples), so it does not train on dask input. Use SCSKernelSVC "
+                     "or KernelPegasosSVC for large data, or pass a NumPy sample.")
+
     _parameter_constraints = {
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],

@@ -46,7 +46,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.base import BaseClassifier, dask_input, fit_context
+from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.losses import MARGIN_LOSSES, get_margin_loss
 from .._core.monitor import TrainingMonitor
 from .._core.penalties import get_penalty
@@ -109,6 +109,22 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         "random_state": ["random_state"],
         "callback": [callable, None],
     }
+
+    @property
+    def _distributed_training(self):
+        """Dask input trains by rounds of local epochs and model averaging
+        (:mod:`stochsvm.distributed.linear`), unless the solver builds structures over the
+        whole training set before its epochs."""
+        return None if self._uses_whole_data() else "model_averaging"
+
+    _dask_refusal = ("{name} builds structures over the whole training set (anchors, "
+                     "strata or moments) before its epochs, which a partition alone cannot "
+                     "give; fit it on a sample that fits in memory, or train on dask input "
+                     "with an estimator listed in stochsvm.distributed.TRAINERS.")
+
+    def _uses_whole_data(self):
+        """True when an epoch needs more than its own rows (see ``_distributed_training``)."""
+        return False
 
     _fitted_fields = {
         "coef_": ArrayField("float", ("n_problems", "n_features")),
@@ -204,6 +220,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     # ------------------------------------------------------------------ fitting
     @fit_context
+    @dask_fit
     def fit(self, X, y, sample_weight=None):
         """Fit the model by stochastic passes over the training data.
 

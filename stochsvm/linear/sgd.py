@@ -312,6 +312,10 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         """Structures that depend on one binary problem (computed once per fit)."""
         return {}
 
+    def _uses_whole_data(self):
+        # a solver that overrides ``_prepare`` needs the whole training set for it
+        return type(self)._prepare is not BaseMiniBatchProxClassifier._prepare
+
     def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
         self._prepared = self._prepare(X, resolved)
         # per-problem structures before the clock of the training monitor starts

@@ -59,7 +59,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.base import BaseClassifier, dask_input, fit_context, problem_seeds
+from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context, problem_seeds
 from .._core.kernels import resolve_gamma
 from .._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES, get_unlabeled_loss
 from .._core.state import BoolField, FloatField, LibraryField, ListField
@@ -181,6 +181,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
                 self._unlabeled_parameter = float(self.ramp_s)
 
     @fit_context
+    @dask_fit
     def fit(self, X, y):
         """Fit on labeled and unlabeled samples.
 

@@ -166,6 +166,11 @@ class _KernelExpansionModel(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
     ``state`` keys: ``support_vectors`` (dense rows), ``coef``, ``intercept``.
     """
 
+    _dask_refusal = ("{name} is an exact small-n reference: it solves over the full kernel "
+                     "matrix of every sample in memory and refuses more than max_samples "
+                     "(default 5000) samples, so it does not train on dask input. Use "
+                     "TSGS3VM for large semi-supervised data, or pass a NumPy sample.")
+
     _binary_model_field = DictField({
         "support_vectors": ArrayField("float", ("n_support", "n_features")),
         "coef": ArrayField("float", ("n_support",)),

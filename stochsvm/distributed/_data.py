@@ -1,0 +1,155 @@
+"""Training data as row blocks where they live: one distributed validation pass.
+
+A dask training set is split into its row blocks; each block is a partition that a worker
+trains on locally. :func:`training_blocks` aligns ``X``, ``y`` and ``sample_weight`` by rows,
+checks every block where it lives (finite floats, matching lengths, valid weights) and returns
+the per-block sizes and label counts from the same single pass, so ``classes_`` and
+``'balanced'`` class weights are known without gathering the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils import check_array, column_or_1d
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import FLOAT_DTYPES
+
+from .._core.validation import check_sample_weight
+
+__all__ = ["TrainingBlocks", "training_blocks", "compute"]
+
+
+def compute(*collections):
+    """``dask.compute`` on the active scheduler (a ``dask.distributed`` client if one is
+    running, dask's threads otherwise)."""
+    import dask
+
+    return dask.compute(*collections)
+
+
+@dataclass
+class TrainingBlocks:
+    """The row blocks of a training set (dask ``Delayed`` objects) and what one pass found.
+
+    Attributes
+    ----------
+    X, y, weights : list of dask.delayed.Delayed
+        One entry per row block; ``weights`` entries are ``None`` without ``sample_weight``.
+    sizes : ndarray of int64
+        Rows per block.
+    labels : ndarray
+        Distinct labels over all blocks, sorted.
+    counts : ndarray of int64
+        How often each entry of ``labels`` occurs.
+    n_features : int
+    """
+
+    X: list
+    y: list
+    weights: list
+    sizes: np.ndarray
+    labels: np.ndarray
+    counts: np.ndarray
+    n_features: int
+
+    @property
+    def n_samples(self):
+        return int(self.sizes.sum())
+
+
+def _row_blocks(X):
+    from . import _as_row_blocks
+
+    return _as_row_blocks(X)
+
+
+def _aligned(vector, chunks, name):
+    """A 1-D dask array (or None) chunked like the rows of ``X``."""
+    import dask.array as da
+
+    if vector is None:
+        return None
+    if hasattr(vector, "to_dask_array"):  # a dask Series or one-column DataFrame
+        vector = vector.to_dask_array(lengths=True)
+    vector = da.asarray(vector)
+    if vector.ndim == 2 and vector.shape[1] == 1:
+        vector = vector[:, 0]
+    if vector.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {vector.shape}.")
+    if vector.shape[0] != sum(chunks):
+        raise ValueError(f"X has {sum(chunks)} samples but {name} has {vector.shape[0]}; pass "
+                         "one value per sample.")
+    return vector.rechunk((chunks,))
+
+
+def _check_block(X, y, weights, n_features, allow_unlabeled):
+    """Validate one row block where it lives; return ``(rows, labels, counts)``."""
+    X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, ensure_min_samples=0,
+                    ensure_min_features=0)
+    if X.shape[1] != n_features:
+        raise ValueError(f"a row block has {X.shape[1]} features, expected {n_features}.")
+    y = column_or_1d(y, warn=True)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"a row block of X has {X.shape[0]} rows but its labels "
+                         f"{y.shape[0]}.")
+    if weights is not None:
+        check_sample_weight(weights, X.shape[0])
+    labels, counts = np.unique(y, return_counts=True)
+    return X.shape[0], labels, counts.astype(np.int64)
+
+
+def training_blocks(X, y, sample_weight=None, allow_unlabeled=False):
+    """Row blocks of ``(X, y, sample_weight)``, validated in one distributed pass.
+
+    Parameters
+    ----------
+    X : dask array or dask DataFrame of shape (n_samples, n_features)
+    y : dask array, dask Series or array-like of shape (n_samples,)
+    sample_weight : same kinds as ``y`` or None
+    allow_unlabeled : bool
+        Semi-supervised data: ``-1`` marks an unlabeled sample (reported in ``labels``).
+
+    Returns
+    -------
+    TrainingBlocks
+    """
+    import dask
+
+    if y is None:
+        raise ValueError("y is required: pass the labels as a dask array aligned with X.")
+    X = _row_blocks(X)
+    if any(np.isnan(size) for size in X.chunks[0]):
+        raise ValueError("X has row blocks of unknown size; call "
+                         "X.compute_chunk_sizes() (or to_dask_array(lengths=True)) first.")
+    rows = X.chunks[0]
+    y = _aligned(y, rows, "y")
+    weights = _aligned(sample_weight, rows, "sample_weight")
+    X_blocks = [block for (block,) in X.to_delayed()]
+    y_blocks = list(y.to_delayed())
+    weight_blocks = list(weights.to_delayed()) if weights is not None else [None] * len(rows)
+    n_features = int(X.shape[1])
+    checked = [
+        dask.delayed(_check_block, pure=True)(X_block, y_block, weight_block, n_features,
+                                              allow_unlabeled)
+        for X_block, y_block, weight_block in zip(X_blocks, y_blocks, weight_blocks)
+    ]
+    results = compute(*checked)
+    sizes = np.asarray([size for size, _, _ in results], dtype=np.int64)
+    if sizes.sum() == 0:
+        raise ValueError("Found array with 0 sample(s) (shape=(0, "
+                         f"{n_features})) while a minimum of 1 is required.")
+    if n_features == 0:
+        raise ValueError("Found array with 0 feature(s) while a minimum of 1 is required.")
+    every_label = np.concatenate([labels for _, labels, _ in results])
+    labels, inverse = np.unique(every_label, return_inverse=True)
+    counts = np.bincount(inverse, weights=np.concatenate([c for _, _, c in results]),
+                         minlength=len(labels)).astype(np.int64)
+    check_classification_targets(labels)
+    # drop empty blocks: a partition without rows has nothing to train on
+    keep = np.flatnonzero(sizes > 0)
+    return TrainingBlocks(
+        X=[X_blocks[i] for i in keep], y=[y_blocks[i] for i in keep],
+        weights=[weight_blocks[i] for i in keep], sizes=sizes[keep], labels=labels,
+        counts=counts, n_features=n_features)

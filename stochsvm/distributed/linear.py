@@ -1,0 +1,340 @@
+r"""Linear family on dask input: rounds of local epochs and model averaging.
+
+The row blocks of the training set are split into partitions of consecutive blocks, one per
+worker thread of the cluster (or ``n_jobs``). A round sends the current solver state (a few
+vectors of length ``n_features`` per binary problem) to every partition; each partition runs
+one epoch of the estimator's own compiled solver (``_run_epoch``, the same code as an
+in-memory fit) over its blocks in turn, each block where it lives (only the state travels
+from block to block), and the partitions' states are averaged, weighted by their rows, in a
+tree reduction on the workers. Only the
+averaged state reaches the client. This is iterative parameter mixing (McDonald, Hall and
+Mann, NAACL 2010; Zinkevich, Weimer, Smola and Li, NIPS 2010) applied to every entry of the
+state: for the averaged-iterate solvers the mean of the partitions' running sums is again a
+running sum, so the output is the average of every iterate of every partition.
+
+The same pass that runs the epoch also evaluates the exact training objective
+
+.. math::
+
+    F(w, b) = \frac{1}{n}\sum_{i=1}^n s_i\,\ell\big(y_i(w^\top x_i + b)\big) + \alpha R(w)
+
+of the model the round started from (``X @ w`` on the block, one scalar per block back), so
+the stopping rule of the in-memory fit (``tol``, ``n_iter_no_change``, now on the exact
+objective) costs no extra pass; ``max_iter`` caps the number of rounds. One last pass scores
+the final model. The model returned is the scored one of lowest objective (with the
+solver's state for a warm start), so a round that made the objective worse is never kept.
+
+Per round, each partition receives and returns one solver state per binary problem; each
+record of ``history_`` reports these ``state_bytes`` and the number of ``partitions``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+import warnings
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils.validation import FLOAT_DTYPES
+
+from .._core.monitor import TrainingMonitor
+from .._core.validation import check_at_least_two_classes, check_class_weight_dict
+from ._data import compute, training_blocks
+
+__all__ = ["fit_model_averaging"]
+
+_SEED_BOUND = np.iinfo(np.int32).max
+
+
+def _class_weights(estimator, classes, counts):
+    """Per-class weights aligned with ``classes`` (``'balanced'`` from the label counts)."""
+    class_weight = estimator.class_weight
+    if class_weight is None:
+        return np.ones(len(classes))
+    if isinstance(class_weight, str):  # 'balanced', as compute_class_weight defines it
+        return counts.sum() / (len(classes) * counts.astype(np.float64))
+    return check_class_weight_dict(class_weight, classes, classes)
+
+
+def _block_weights(y, sample_weight, classes, class_weights):
+    weights = np.ones(y.shape[0]) if sample_weight is None else np.asarray(
+        sample_weight, dtype=np.float64)
+    return weights * class_weights[np.searchsorted(classes, y)]
+
+
+def _signed(y, positives):
+    return [np.where(y == label, 1.0, -1.0) for label in positives]
+
+
+def _loss_sums(X, y_signed, weights, models, resolved):
+    """:math:`\\sum_i s_i \\ell(y_i f(x_i))` of each ``(coef, intercept)`` on one block."""
+    loss = resolved["loss"]
+    sums = np.empty(len(models))
+    for problem, (coef, intercept) in enumerate(models):
+        scores = np.asarray(X @ coef, dtype=np.float64).ravel() + intercept
+        sums[problem] = float(np.dot(weights, loss.value(y_signed[problem] * scores,
+                                                        resolved.get("loss_parameter"))))
+    return sums
+
+
+def _local_step(estimator, X, y, sample_weight, carried, models, classes, class_weights,
+                positives, resolved, seeds, round_index, block_index, train):
+    """One row block's part of a round: the loss of the round's starting ``models`` on the
+    block, then (when ``train``) one epoch over the block from the ``carried`` states.
+
+    ``carried`` is ``(rows, states, loss_sums)`` of the blocks before this one in the same
+    partition; the result has the same form.
+    """
+    rows, states, losses = carried
+    X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C")
+    y = np.asarray(y)
+    weights = _block_weights(y, sample_weight, classes, class_weights)
+    y_signed = _signed(y, positives)
+    losses = losses + _loss_sums(X, y_signed, weights, models, resolved)
+    n_rows = X.shape[0]
+    if not train:
+        return rows + n_rows, None, losses
+    states = copy.deepcopy(states)  # inputs of a task are never modified in place
+    if hasattr(estimator, "_prepare"):
+        estimator._prepared = estimator._prepare(X, resolved)
+    for problem, state in enumerate(states):
+        if "problem" in state:  # mini-batch family: per-problem structures of this block
+            state["problem"] = None
+        order = (np.random.default_rng((seeds[problem], round_index, block_index))
+                 .permutation(n_rows).astype(np.int64)
+                 if estimator.shuffle else np.arange(n_rows, dtype=np.int64))
+        estimator._run_epoch(state, X, y_signed[problem], weights, order, resolved)
+        if "problem" in state:
+            state["problem"] = None
+    return rows + n_rows, states, losses
+
+
+def _partition_total(carried):
+    """A partition's result, its states weighted by its rows (for the weighted mean)."""
+    rows, states, losses = carried
+    return rows, None if states is None else [_weighted(state, rows) for state in states], \
+        losses
+
+
+def _worker_threads():
+    """Threads of the active ``dask.distributed`` client, else this machine's cores."""
+    try:
+        from distributed import get_client
+
+        return max(1, sum(get_client().nthreads().values()))
+    except (ImportError, ValueError):
+        return os.cpu_count() or 1
+
+
+def n_partitions(estimator, n_blocks):
+    """How many partitions train side by side: ``n_jobs`` when positive, else one per worker
+    thread of the cluster; never more than the row blocks."""
+    n_jobs = estimator.n_jobs
+    wanted = n_jobs if (n_jobs is not None and n_jobs > 0) else _worker_threads()
+    return max(1, min(int(wanted), n_blocks))
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+
+
+def _weighted(state, weight):
+    """``state`` with every number and numeric array multiplied by ``weight``."""
+    out = {}
+    for key, value in state.items():
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+            out[key] = value.astype(np.float64) * weight
+        elif _is_number(value):
+            out[key] = float(value) * weight
+        else:
+            out[key] = value
+    return out
+
+
+def _add(first, second):
+    """Sum of two results of :func:`_partition_total` (a tree-reduction step)."""
+    rows = first[0] + second[0]
+    losses = first[2] + second[2]
+    if first[1] is None:
+        return rows, None, losses
+    states = []
+    for a, b in zip(first[1], second[1]):
+        states.append({key: (a[key] + b[key]) if (isinstance(a[key], np.ndarray)
+                                                  or _is_number(a[key])) else a[key]
+                       for key in a})
+    return rows, states, losses
+
+
+def _tree_sum(parts):
+    import dask
+
+    add = dask.delayed(_add, pure=True)
+    while len(parts) > 1:
+        parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                 for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
+def _averaged(sums, rows, templates):
+    """Divide the summed states by the rows, restoring each entry's type from ``templates``."""
+    states = []
+    for summed, template in zip(sums, templates):
+        state = {}
+        for key, value in summed.items():
+            reference = template.get(key, value)
+            if isinstance(value, np.ndarray) and isinstance(reference, np.ndarray):
+                mean = value / rows
+                state[key] = (np.rint(mean).astype(reference.dtype)
+                              if reference.dtype.kind in "iu" else mean.astype(reference.dtype))
+            elif _is_number(value):
+                mean = value / rows
+                state[key] = int(round(mean)) if isinstance(
+                    reference, (int, np.integer)) else float(mean)
+            else:
+                state[key] = value
+        states.append(state)
+    return states
+
+
+def _state_bytes(states):
+    return int(sum(value.nbytes for state in states for value in state.values()
+                   if isinstance(value, np.ndarray)))
+
+
+def fit_model_averaging(estimator, X, y, sample_weight=None):
+    """Fit a linear estimator on dask ``(X, y)`` by rounds of model averaging.
+
+    Parameters
+    ----------
+    estimator : BaseStochasticLinearClassifier
+        Its parameters are used as in an in-memory fit; ``max_iter`` counts rounds (one
+        epoch of every partition each), ``tol`` / ``n_iter_no_change`` watch the exact
+        objective.
+    X : dask array or dask DataFrame of shape (n_samples, n_features)
+    y : dask array, dask Series or array-like of shape (n_samples,)
+    sample_weight : same kinds as ``y`` or None
+
+    Returns
+    -------
+    estimator
+    """
+    import dask
+
+    resolved = estimator._resolve_parameters()
+    blocks = training_blocks(X, y, sample_weight)
+    classes = blocks.labels
+    check_at_least_two_classes(classes)
+    warm = (estimator.warm_start and getattr(estimator, "_states", None) is not None
+            and np.array_equal(getattr(estimator, "classes_", None), classes)
+            and getattr(estimator, "_states_features", None) == blocks.n_features)
+    for attribute in ("feature_names_in_",):
+        estimator.__dict__.pop(attribute, None)
+    estimator.classes_ = classes
+    estimator.n_features_in_ = blocks.n_features
+    class_weights = _class_weights(estimator, classes, blocks.counts)
+    positives = estimator._positive_labels()
+    if warm:
+        states = copy.deepcopy(estimator._states)
+    else:
+        states = [estimator._new_state(blocks.n_features, resolved) for _ in positives]
+    seeds = check_random_state(estimator.random_state).randint(_SEED_BOUND, size=len(positives))
+    worker = clone(estimator)
+    # shared inputs of every task: one key each in the graph, sent once per worker
+    shared = {name: dask.delayed(value, pure=True, traverse=False) for name, value in {
+        "estimator": worker, "classes": classes, "class_weights": class_weights,
+        "positives": positives, "resolved": resolved, "seeds": seeds}.items()}
+    monitor = TrainingMonitor(
+        tol=resolved["tol"], n_iter_no_change=resolved["n_iter_no_change"],
+        stop_key="objective", verbose=estimator.verbose, callback=estimator.callback,
+        label=f"{type(estimator).__name__} ")
+    penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
+    n_samples = blocks.n_samples
+    start = time.perf_counter()
+
+    def models_of(current):
+        return [estimator._model(state, resolved) for state in current]
+
+    partitions = np.array_split(np.arange(len(blocks.X)), n_partitions(estimator,
+                                                                       len(blocks.X)))
+    step = dask.delayed(_local_step, pure=True)
+    total = dask.delayed(_partition_total, pure=True)
+
+    def run(current, round_index, train):
+        """One round: every partition runs its blocks in order (when ``train``), the
+        partitions side by side; returns the averaged states and the exact objective of the
+        models ``current`` started from."""
+        models = models_of(current)
+        models_key = dask.delayed(models, pure=True, traverse=False)
+        start_key = dask.delayed((0, current if train else None, np.zeros(len(models))),
+                                 pure=True, traverse=False)
+        parts = []
+        for members in (partitions if train else [[i] for i in range(len(blocks.X))]):
+            carried = start_key
+            for block_index in members:
+                carried = step(shared["estimator"], blocks.X[block_index],
+                               blocks.y[block_index], blocks.weights[block_index], carried,
+                               models_key, shared["classes"], shared["class_weights"],
+                               shared["positives"], shared["resolved"], shared["seeds"],
+                               round_index, int(block_index), train)
+            parts.append(total(carried))
+        rows, summed, losses = compute(_tree_sum(parts))[0]
+        objective = float(sum(
+            losses[problem] / n_samples + penalty.value(coef, alpha, l1_ratio)
+            for problem, (coef, _) in enumerate(models)))
+        return (None if summed is None else _averaged(summed, rows, current)), objective
+
+    # the objective of a round's starting model comes back with the round, so the record of
+    # the model after round r is made during round r + 1 (its epoch is discarded on a stop)
+    done = int(states[0].get("epochs_done", 0))
+    samples_seen, rounds, stopped = 0.0, 0, False
+    state_bytes = _state_bytes(states)
+    best = (np.inf, states, rounds, samples_seen)
+    for round_index in range(1, resolved["max_iter"] + 1):
+        new_states, objective = run(states, done + round_index, train=True)
+        if objective < best[0]:
+            best = (objective, states, rounds, samples_seen)
+        if monitor.record(_record(done + rounds, samples_seen, objective, start,
+                                  len(partitions), state_bytes)):
+            stopped = True
+            break
+        for state in new_states:
+            state["epochs_done"] = done + round_index
+        states, rounds = new_states, round_index
+        samples_seen += n_samples
+    if not stopped:
+        _, objective = run(states, 0, train=False)
+        if objective < best[0]:
+            best = (objective, states, rounds, samples_seen)
+        monitor.record(_record(done + rounds, samples_seen, objective, start, len(partitions),
+                               state_bytes))
+    # the model returned is the one of lowest exact objective among those scored: an
+    # averaged round that made the objective worse is not kept
+    _, states, rounds, samples_seen = best
+    converged = monitor.stopped_by == "tol"
+    if resolved["tol"] is not None and not converged and resolved["max_iter"] > 1:
+        warnings.warn(
+            f"{type(estimator).__name__} reached max_iter={resolved['max_iter']} rounds before "
+            "the stopping criterion (tol) was met; increase max_iter or tol.",
+            ConvergenceWarning)
+    models = models_of(states)
+    estimator._states = states
+    estimator._states_features = blocks.n_features
+    estimator.coef_ = np.vstack([coef for coef, _ in models])
+    estimator.intercept_ = np.asarray(
+        [intercept if estimator.fit_intercept else 0.0 for _, intercept in models],
+        dtype=np.float64)
+    estimator.history_ = estimator._flat_history([monitor.history])
+    estimator.n_iter_ = rounds
+    estimator.t_ = float(samples_seen)
+    return estimator
+
+
+def _record(iteration, samples_seen, objective, start, partitions, state_bytes):
+    return {"iteration": int(iteration), "samples_seen": int(samples_seen),
+            "objective": objective, "seconds": time.perf_counter() - start,
+            "partitions": int(partitions), "state_bytes": int(state_bytes)}

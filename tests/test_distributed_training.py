@@ -1,0 +1,191 @@
+"""Training on dask input: where the row blocks live, the same objective as in memory."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+
+import stochsvm
+from stochsvm import io, registry
+from stochsvm.distributed import TRAINERS
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("dask.distributed")
+
+AVERAGING = TRAINERS["model_averaging"]
+REFUSED = sorted(set(registry.SOLVERS) - {name for names in TRAINERS.values()
+                                          for name in names})
+EXACT = ("SelfLabelingTSVM", "CCCPTSVM", "WolfeKernelSVC")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+def _data(n_classes=2, n_samples=2000):
+    X, y = make_classification(n_samples, 10, n_informative=6, n_classes=n_classes,
+                               n_clusters_per_class=1, random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+def _estimator(name, **params):
+    settings = {"alpha": 1e-3, "max_iter": 30, "random_state": 0}
+    if name == "PegasosClassifier":
+        settings["average"] = True  # the last Pegasos iterate is too noisy to compare
+    settings.update(params)
+    return registry.solver_class(name)(**settings)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", AVERAGING)
+def test_dask_fit_reaches_the_in_memory_objective(client, name, n_classes):
+    """Same objective as the in-memory fit within 1% (the partitions see other sample
+    orders, so the iterates differ), and an ordinary fitted model."""
+    X, y = _data(n_classes)
+    in_memory = _estimator(name).fit(X, y)
+    # Pegasos' step 1 / (alpha t) counts the steps of one partition, half of an in-memory
+    # epoch's on two partitions: it gets twice the rounds
+    rounds = 60 if name == "PegasosClassifier" else 30
+    on_dask = _estimator(name, max_iter=rounds).fit(da.from_array(X, chunks=(500, 5)),
+                                                    da.from_array(y, chunks=400))
+    assert isinstance(on_dask.coef_, np.ndarray)
+    assert on_dask.coef_.shape == in_memory.coef_.shape
+    np.testing.assert_array_equal(on_dask.classes_, in_memory.classes_)
+    assert on_dask.n_features_in_ == 10
+    reference = in_memory.objective(X, y)
+    assert on_dask.objective(X, y) <= reference * 1.01 + 1e-4
+    # the last record is the exact objective of the model returned (or a better one scored)
+    assert min(record["objective"] for record in on_dask.history_) == pytest.approx(
+        on_dask.objective(X, y), rel=1e-9)
+    assert on_dask.score(X, y) >= in_memory.score(X, y) - 0.02
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_same_seed_same_chunks_same_model(client):
+    X, y = _data()
+    models = [_estimator("SADMMClassifier").fit(da.from_array(X, chunks=300),
+                                                da.from_array(y, chunks=300))
+              for _ in range(2)]
+    np.testing.assert_array_equal(models[0].coef_, models[1].coef_)
+    np.testing.assert_array_equal(models[0].intercept_, models[1].intercept_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_one_block_is_one_in_memory_epoch_per_round(client):
+    """With one row block and one round, the local epoch is the in-memory epoch itself."""
+    X, y = _data()
+    on_dask = _estimator("SADMMClassifier", max_iter=1, shuffle=False).fit(
+        da.from_array(X, chunks=len(X)), da.from_array(y, chunks=len(X)))
+    in_memory = _estimator("SADMMClassifier", max_iter=1, shuffle=False).fit(X, y)
+    np.testing.assert_allclose(on_dask.coef_, in_memory.coef_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(on_dask.intercept_, in_memory.intercept_, rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_weights_and_balanced_classes(client):
+    X, y = _data()
+    keep = (y == 1) | (np.arange(len(y)) % 4 == 0)  # imbalanced: a quarter of class 0
+    X, y = X[keep], y[keep]
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))
+    params = {"class_weight": "balanced", "penalty": "l2"}
+    in_memory = _estimator("SADMMClassifier", **params).fit(X, y, sample_weight=weights)
+    on_dask = _estimator("SADMMClassifier", **params).fit(
+        da.from_array(X, chunks=250), da.from_array(y, chunks=250),
+        sample_weight=da.from_array(weights, chunks=250))
+    reference = in_memory.objective(X, y, sample_weight=weights)
+    assert on_dask.objective(X, y, sample_weight=weights) <= reference * 1.01 + 1e-4
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dask_dataframe_and_series(client):
+    dataframe = pytest.importorskip("dask.dataframe")
+    pandas = pytest.importorskip("pandas")
+    X, y = _data()
+    frame = dataframe.from_pandas(pandas.DataFrame(X), npartitions=4)
+    labels = dataframe.from_pandas(pandas.Series(y), npartitions=4)
+    model = _estimator("RDAClassifier").fit(frame, labels)
+    assert model.score(X, y) >= 0.8
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_model_saves_loads_and_warm_starts(client, tmp_path):
+    X, y = _data()
+    X_dask, y_dask = da.from_array(X, chunks=500), da.from_array(y, chunks=500)
+    model = _estimator("ComidClassifier", max_iter=3).fit(X_dask, y_dask)
+    io.save(model, tmp_path / "model")
+    loaded = io.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    before = model.objective(X, y)
+    model.set_params(warm_start=True, max_iter=10).fit(X_dask, y_dask)
+    assert model.objective(X, y) <= before + 1e-12
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_nothing_is_gathered_to_the_client(client, monkeypatch):
+    """Fitting never turns the training data into one NumPy array on the client."""
+    X, y = _data()
+    X_dask, y_dask = da.from_array(X, chunks=500), da.from_array(y, chunks=500)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the full data set was gathered to the client")
+
+    monkeypatch.setattr(da.Array, "compute", refuse)
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+    model = _estimator("SADMMClassifier").fit(X_dask, y_dask)
+    monkeypatch.undo()
+    assert model.score(X, y) >= 0.8
+
+
+@pytest.mark.parametrize("case", ["nan", "one_class", "length", "continuous", "weights",
+                                  "empty"])
+def test_bad_dask_input_is_refused_with_a_clear_error(client, case):
+    X, y = _data(n_samples=200)
+    weights = None
+    if case == "nan":
+        X[150, 3] = np.nan
+        match = "NaN"
+    elif case == "one_class":
+        y[:] = 1
+        match = "class"
+    elif case == "length":
+        y = y[:-1]
+        match = "samples"
+    elif case == "continuous":
+        y = y + np.linspace(0, 0.5, len(y))
+        match = "continuous|Unknown label type"
+    elif case == "weights":
+        weights = np.ones(len(y))
+        weights[120] = -1.0
+        match = "negative|>= 0|non-negative"
+    else:
+        X, y = X[:0], y[:0]
+        match = "0 sample"
+    model = _estimator("SADMMClassifier")
+    with pytest.raises(ValueError, match=match):
+        model.fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50),
+                  sample_weight=None if weights is None else da.from_array(weights, chunks=50))
+    assert not hasattr(model, "coef_")  # a failed fit leaves the estimator as it was
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_estimators_without_a_distributed_form_refuse_dask_input(name):
+    X, y = _data(n_samples=60)
+    if registry.SOLVERS[name].problem == "semi-supervised":
+        y = np.where(np.arange(len(y)) % 2 == 0, y, -1)
+    model = registry.solver_class(name)()
+    with pytest.raises(TypeError, match=name) as raised:
+        model.fit(da.from_array(X, chunks=30), da.from_array(y, chunks=30))
+    if name in EXACT:
+        assert "exact small-n reference" in str(raised.value)
+    assert not hasattr(model, "classes_")
+
+
+def test_trainers_name_real_estimators():
+    for names in TRAINERS.values():
+        for name in names:
+            assert getattr(stochsvm, name)()._distributed_training is not None
