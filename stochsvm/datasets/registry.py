@@ -35,6 +35,8 @@ class DatasetEntry:
         return self.url.rstrip("/").rsplit("/", 1)[-1]
 
 
+#: The registered public datasets, ``{name: DatasetEntry}``: each entry's ``name``, ``url``,
+#: ``sha256`` (or None), approximate download ``size``, ``task``, ``format`` and ``description``.
 DATASETS = {entry.name: entry for entry in [
     DatasetEntry("a9a", _LIBSVM + "binary/a9a", None, None, "binary", description="Adult"),
     DatasetEntry("a9a.t", _LIBSVM + "binary/a9a.t", None, None, "binary", description="Adult test"),

@@ -248,9 +248,9 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
     C_star : float or None, default=None
         Cost of the unlabeled losses; ``None`` gives ``C n_l / n_u``. ``0`` switches the
         unlabeled term off.
-    unlabeled_loss : {"symmetric_hinge", "squared_symmetric_hinge", "ramp", \
-            "differentiable_approximation"}, default="symmetric_hinge"
-        Unlabeled loss of Table 2 of the TSGS3VM paper.
+    unlabeled_loss : str, default="symmetric_hinge"
+        Unlabeled loss of Table 2 of the TSGS3VM paper: ``"symmetric_hinge"``,
+        ``"squared_symmetric_hinge"``, ``"ramp"`` or ``"differentiable_approximation"``.
     ramp_s : float, default=-0.3
         ``s`` of the ramp loss.
     kernel : {"rbf", "linear", "poly"}, default="rbf"

@@ -133,10 +133,12 @@ class FRS3VM(BaseSemiSupervisedClassifier):
 
     Parameters
     ----------
-    C, C_star, kernel, gamma, unlabeled_loss, ramp_s, batch_size, unlabeled_batch_size, \
-step_size, step_schedule, theta, max_iter, feature_dtype, balance, unlabeled_ramp_up, n_jobs, \
-random_state, verbose, callback, record_every
-        As in :class:`stochsvm.semi.tsgs3vm.TSGS3VM`.
+    C, C_star, kernel, gamma, unlabeled_loss, ramp_s, batch_size, unlabeled_batch_size
+        As in :class:`~stochsvm.TSGS3VM`.
+    step_size, step_schedule, theta, max_iter, feature_dtype, balance, unlabeled_ramp_up
+        As in :class:`~stochsvm.TSGS3VM`.
+    n_jobs, random_state, verbose, callback, record_every
+        As in :class:`~stochsvm.TSGS3VM`.
     n_components : int, default=1024
         Number ``D`` of fixed random features.
     n_passes : float, default=10.0

@@ -354,9 +354,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     kernel : {"rbf", "laplacian"}, default="rbf"
     gamma : "scale", "auto" or float, default="scale"
         Kernel width; ``"scale"`` is ``1 / (n_features X.var())`` as in ``SVC``.
-    unlabeled_loss : {"symmetric_hinge", "squared_symmetric_hinge", "ramp", \
-"differentiable_approximation"}, default="symmetric_hinge"
-        The loss ``u`` of Table 2.
+    unlabeled_loss : str, default="symmetric_hinge"
+        The loss ``u`` of Table 2: ``"symmetric_hinge"``, ``"squared_symmetric_hinge"``,
+        ``"ramp"`` or ``"differentiable_approximation"``.
     ramp_s : float, default=-0.3
         The ``s < 1`` of the ramp loss.
     batch_size : int, default=256
