@@ -351,7 +351,7 @@ def test_nan_and_wrong_shape_coef_refused(saved):
 
 
 # ---------------------------------------------------------------------------------------
-# format 1 (release 0.1.0) files load bit for bit
+# format 1 (release 0.1.0) files load, and re-save bit for bit
 # ---------------------------------------------------------------------------------------
 FORMAT1 = Path(__file__).parent / "data" / "format1"
 
@@ -364,7 +364,11 @@ def test_format1_files_load_bit_for_bit(path, tmp_path):
         X = sp.csr_matrix(X)
     model = io.load(path)
     values = model.decision_function(X)
-    np.testing.assert_array_equal(values, expected[path.stem])
+    # the decision values of the kernel and semi-supervised models go through BLAS matrix
+    # products, whose last bits depend on the CPU's instruction set (on an AVX-512 host they
+    # differ from the stored ones by up to 1.5e-15 relative), so values computed on another
+    # machine match to rounding; the re-saved file reproduces the loaded model bit for bit
+    np.testing.assert_allclose(values, expected[path.stem], rtol=1e-12, atol=1e-12)
     io.save(model, tmp_path / "again")
     np.testing.assert_array_equal(io.load(tmp_path / "again").decision_function(X), values)
 
