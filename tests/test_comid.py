@@ -259,7 +259,7 @@ def test_lazy_prox_closed_form_against_repeated_prox():
 # --------------------------------------------------------------------------------------
 def test_partial_fit_over_chunks_equals_one_pass():
     X, y = dataset("breast_cancer")
-    whole = ComidClassifier(alpha=1e-2, max_iter=1, shuffle=False, average=True,
+    whole = ComidClassifier(alpha=1e-2, max_iter=1, tol=None, shuffle=False, average=True,
                             random_state=0).fit(X, y)
     chunked = ComidClassifier(alpha=1e-2, shuffle=False, average=True, random_state=0)
     for chunk in np.array_split(np.arange(X.shape[0]), 4):

@@ -1,16 +1,19 @@
-"""The defaults benchmark of the linear family (benchmarks/linear_defaults.py) and the
-sparsity pattern of its l1 solvers on a small problem: dense == CSR, same seed == same model."""
+"""The defaults of the linear family: the benchmark script (benchmarks/linear_defaults.py),
+the stopping rule on the exact objective (near the certified optimum, not at the cap), the best
+scored output, and the sparsity of the l1 outputs: dense == CSR, same seed == same model."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
-from stochsvm import RDAClassifier, SADMMClassifier
+from stochsvm import ComidClassifier, PegasosClassifier, RDAClassifier, SADMMClassifier
 
 from .benchmark_scripts import load_script
-from .reference import binary_breast_cancer
+from .reference import binary_breast_cancer, exact_l1_hinge, exact_l2_hinge
 
 
 @pytest.mark.parametrize("make", [
@@ -33,10 +36,84 @@ def test_benchmark_script_writes_both_tables(tmp_path):
     script.main(["--quick", "--sets", "breast cancer", "--output", stem])
     results = json.loads((tmp_path / "linear_defaults.json").read_text())
     rows = results["breast cancer"]
+    assert rows["alphas"] == pytest.approx(script.alphas_of(rows["n_train"]))
     for label, *_ in script.ESTIMATORS:
-        assert rows[label]["alpha"] in script.ALPHAS
+        assert rows[label]["alpha"] in rows["alphas"]
         assert 0.0 <= rows[label]["accuracy"] <= 1.0
         assert rows[label]["peer"] in ("LinearSVC", "LogisticRegression")
     assert rows["SGDClassifier l1"]["nonzeros"] <= rows["n_features"]
     text = (tmp_path / "linear_defaults.md").read_text()
     assert "Defaults converge" in text and "l1 sparsity" in text
+
+
+# ---------------------------------------------------------------------------------------
+# stopping on the exact objective, the best scored output, l1 outputs made sparse
+# ---------------------------------------------------------------------------------------
+def _fit_quietly(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # the defaults must converge
+        return model.fit(X, y)
+
+
+@pytest.mark.parametrize("make, penalty", [
+    (lambda: SADMMClassifier(penalty="l1", alpha=1e-2, random_state=0), "l1"),
+    (lambda: SADMMClassifier(penalty="l2", alpha=1e-2, random_state=0), "l2"),
+    (lambda: RDAClassifier(alpha=1e-2, random_state=0), "l1"),
+    (lambda: ComidClassifier(alpha=1e-2, random_state=0), "l1"),
+    (lambda: PegasosClassifier(alpha=1e-2, random_state=0), "l2"),
+], ids=["SADMM-l1", "SADMM-l2", "RDA-l1", "Comid-l1", "Pegasos-l2"])
+def test_defaults_stop_by_tol_near_the_certified_optimum(make, penalty):
+    X, y = binary_breast_cancer()
+    exact = exact_l1_hinge if penalty == "l1" else exact_l2_hinge
+    optimum = exact(X, y, 1e-2)[2]
+    model = _fit_quietly(make(), X, y)
+    assert model.n_iter_ < model.max_iter  # stopped by tol, not by the cap
+    # within a few percent of the optimum (measured: 0.6-1.5%); never below it
+    assert optimum - 1e-9 <= model.objective(X, y) <= 1.05 * optimum
+
+
+def test_the_output_is_the_best_scored_model():
+    X, y = binary_breast_cancer()
+    model = _fit_quietly(SADMMClassifier(penalty="l2", alpha=1e-3, random_state=0), X, y)
+    scored = [record["objective"] for record in model.history_]
+    assert model.objective(X, y) == pytest.approx(min(scored), rel=1e-12)
+    # both candidate outputs of SADMM take part
+    assert {record["output"] for record in model.history_} <= {"average", "last"}
+    # tol=None runs the bare algorithm: the averaged iterate after max_iter epochs
+    bare = SADMMClassifier(penalty="l2", alpha=1e-3, max_iter=7, tol=None,
+                           random_state=0).fit(X, y)
+    state = bare._states[0]
+    np.testing.assert_allclose(bare.coef_[0], state["z_sum"] / state["samples_seen"])
+    assert "objective" not in bare.history_[-1]
+
+
+@pytest.mark.parametrize("estimator", [SADMMClassifier, RDAClassifier])
+def test_l1_output_is_sparsest_within_the_solver_resolution(estimator, monkeypatch):
+    X, y = binary_breast_cancer()
+    make = lambda: estimator(penalty="l1", alpha=1e-2, random_state=0)  # noqa: E731
+    sparse = _fit_quietly(make(), X, y)
+    csr = _fit_quietly(make(), sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(sparse.coef_ != 0, csr.coef_ != 0)
+    np.testing.assert_allclose(sparse.coef_, csr.coef_, rtol=1e-9, atol=1e-12)
+    # the truncation stays within the limit of the solver's resolution
+    scored = [record["objective"] for record in sparse.history_]
+    tol, patience = sparse.tol, sparse.n_iter_no_change
+    limit = max(min(scored) * (1 + tol), float(np.median(scored[-patience:])))
+    assert sparse.objective(X, y) <= limit + 1e-12
+    # switched off, the same fit keeps more nonzero coefficients
+    monkeypatch.setattr(estimator, "_sparsest_within",
+                        lambda self, X, y, w, coef, *args: coef)
+    dense = _fit_quietly(make(), X, y)
+    assert np.count_nonzero(sparse.coef_) < np.count_nonzero(dense.coef_)
+
+
+def test_stopping_rule_waits_for_the_first_transient():
+    from stochsvm._core.monitor import TrainingMonitor
+    monitor = TrainingMonitor(tol=1e-3, n_iter_no_change=2)
+    # rising objectives above the zero model's: never a stop
+    assert not any(monitor.record({"objective": value}, armed=False)
+                   for value in (5.0, 6.0, 7.0, 8.0))
+    # armed: two records without a relative improvement of 1e-3 stop it
+    assert not monitor.record({"objective": 1.0})
+    assert not monitor.record({"objective": 0.9995})
+    assert monitor.record({"objective": 0.9999})

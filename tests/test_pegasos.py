@@ -234,7 +234,7 @@ def test_folding_a_tiny_scale_keeps_iterate_and_average():
 # --------------------------------------------------------------------------------------
 def test_partial_fit_over_chunks_equals_one_pass():
     X, y = dataset("breast_cancer")
-    whole = PegasosClassifier(alpha=1e-2, max_iter=1, shuffle=False, average=True,
+    whole = PegasosClassifier(alpha=1e-2, max_iter=1, tol=None, shuffle=False, average=True,
                               random_state=0).fit(X, y)
     chunked = PegasosClassifier(alpha=1e-2, shuffle=False, average=True, random_state=0)
     for chunk in np.array_split(np.arange(X.shape[0]), 4):

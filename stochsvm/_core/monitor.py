@@ -26,9 +26,11 @@ class TrainingMonitor:
     Parameters
     ----------
     tol : float or None
-        Stop when ``stop_key`` has not decreased by more than ``tol`` (relative to the best
-        value so far, as scikit-learn's ``SGDClassifier`` does with absolute ``tol``) for
-        ``n_iter_no_change`` consecutive chunks. ``None`` disables the rule.
+        Stop when ``stop_key`` has not decreased below ``best - tol * |best|`` (``best``: the
+        lowest value so far) for ``n_iter_no_change`` consecutive chunks: the rule of
+        scikit-learn's ``SGDClassifier``, with a tolerance relative to the objective's scale
+        so that one value serves data sets whose objectives differ by orders of magnitude.
+        ``None`` disables the rule.
     n_iter_no_change : int
         Patience of the stopping rule.
     stop_key : str
@@ -63,8 +65,21 @@ class TrainingMonitor:
     def elapsed(self):
         return time.perf_counter() - self.start
 
-    def record(self, entry, model=None):
-        """Store one record; return ``True`` when training should stop."""
+    def resume(self):
+        """Continue after a ``tol`` stop (the solver changed its step): the patience count
+        starts again, the best value so far is kept."""
+        if self.stopped_by == "tol":
+            self.stopped_by = None
+        self._no_improvement = 0
+
+    def record(self, entry, model=None, armed=True):
+        """Store one record; return ``True`` when training should stop.
+
+        ``armed=False`` keeps the ``tol`` rule from counting this record (a solver still in
+        its first transient, whose objective is above that of the zero model, has not
+        converged however long it stays there); the rule starts afresh at the first armed
+        record.
+        """
         entry = dict(entry)
         entry.setdefault("seconds", self.elapsed())
         if self.problem is not None:
@@ -84,9 +99,11 @@ class TrainingMonitor:
             if self.callback(payload) is True:
                 self.stopped_by = "callback"
                 stop = True
-        if self.tol is not None and self.stop_key in entry:
+        if not armed:
+            self._best, self._no_improvement = np.inf, 0
+        elif self.tol is not None and self.stop_key in entry:
             value = float(entry[self.stop_key])
-            if value > self._best - self.tol:
+            if np.isfinite(self._best) and value > self._best - self.tol * abs(self._best):
                 self._no_improvement += 1
             else:
                 self._no_improvement = 0

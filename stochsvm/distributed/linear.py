@@ -18,11 +18,15 @@ The same pass that runs the epoch also evaluates the exact training objective
 
     F(w, b) = \frac{1}{n}\sum_{i=1}^n s_i\,\ell\big(y_i(w^\top x_i + b)\big) + \alpha R(w)
 
-of the model the round started from (``X @ w`` on the block, one scalar per block back), so
-the stopping rule of the in-memory fit (``tol``, ``n_iter_no_change``, now on the exact
-objective) costs no extra pass; ``max_iter`` caps the number of rounds. One last pass scores
-the final model. The model returned is the scored one of lowest objective (with the
-solver's state for a warm start), so a round that made the objective worse is never kept.
+of the models the round started from (``X @ w`` on the block, one scalar per candidate
+output per block back: the averaged and the last iterate for SADMM, as in an in-memory fit
+with a ``tol``), so the stopping rule of the in-memory fit (``tol``, ``n_iter_no_change``, on
+the exact objective, with the step of the constant-step solvers reduced on a plateau) costs no
+extra pass; ``max_iter`` caps the number of rounds. One last pass scores the final model. The
+model returned is the scored one of lowest objective (with the solver's state for a warm
+start), so a round that made the objective worse is never kept. Unlike an in-memory fit, the
+l1 output is not made sparser at the end (that needs a pass that scores many truncations;
+see :meth:`stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within`).
 
 Per round, each partition receives and returns one solver state per binary problem; each
 record of ``history_`` reports these ``state_bytes`` and the number of ``partitions``.
@@ -71,13 +75,14 @@ def _signed(y, positives):
 
 
 def _loss_sums(X, y_signed, weights, models, resolved):
-    """:math:`\\sum_i s_i \\ell(y_i f(x_i))` of each ``(coef, intercept)`` on one block."""
+    """:math:`\\sum_i s_i \\ell(y_i f(x_i))` of each ``(problem, coef, intercept)`` on one
+    block."""
     loss = resolved["loss"]
     sums = np.empty(len(models))
-    for problem, (coef, intercept) in enumerate(models):
+    for index, (problem, coef, intercept) in enumerate(models):
         scores = np.asarray(X @ coef, dtype=np.float64).ravel() + intercept
-        sums[problem] = float(np.dot(weights, loss.value(y_signed[problem] * scores,
-                                                        resolved.get("loss_parameter"))))
+        sums[index] = float(np.dot(weights, loss.value(y_signed[problem] * scores,
+                                                      resolved.get("loss_parameter"))))
     return sums
 
 
@@ -256,8 +261,29 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     n_samples = blocks.n_samples
     start = time.perf_counter()
 
+    select_output = resolved["tol"] is not None
+
     def models_of(current):
-        return [estimator._model(state, resolved) for state in current]
+        """``(problem, coef, intercept)`` of every candidate output of every problem (the
+        solver's candidates when the fit selects its output by ``tol``, as in memory)."""
+        return [(problem, coef, intercept)
+                for problem, state in enumerate(current)
+                for coef, intercept in (estimator._output_candidates(state, resolved)
+                                        if select_output else
+                                        [estimator._model(state, resolved)])]
+
+    def chosen_of(models, losses):
+        """The exact objective summed over the problems, each at its best candidate, and
+        those candidates ``[(coef, intercept), ...]``."""
+        objective, chosen = 0.0, []
+        for problem in range(len(positives)):
+            scored = [(losses[index] / n_samples + penalty.value(coef, alpha, l1_ratio),
+                       index) for index, (owner, coef, _) in enumerate(models)
+                      if owner == problem]
+            value, index = min(scored)
+            objective += value
+            chosen.append(models[index][1:])
+        return float(objective), chosen
 
     partitions = np.array_split(np.arange(len(blocks.X)), n_partitions(estimator,
                                                                        len(blocks.X)))
@@ -283,45 +309,48 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
                                round_index, int(block_index), train)
             parts.append(total(carried))
         rows, summed, losses = compute(_tree_sum(parts))[0]
-        objective = float(sum(
-            losses[problem] / n_samples + penalty.value(coef, alpha, l1_ratio)
-            for problem, (coef, _) in enumerate(models)))
-        return (None if summed is None else _averaged(summed, rows, current)), objective
+        objective, chosen = chosen_of(models, losses)
+        return (None if summed is None else _averaged(summed, rows, current)), objective, \
+            chosen
 
     # the objective of a round's starting model comes back with the round, so the record of
     # the model after round r is made during round r + 1 (its epoch is discarded on a stop)
     done = int(states[0].get("epochs_done", 0))
     samples_seen, rounds, stopped = 0.0, 0, False
     state_bytes = _state_bytes(states)
-    best = (np.inf, states, rounds, samples_seen)
+    best = (np.inf, states, rounds, samples_seen, None)
     for round_index in range(1, resolved["max_iter"] + 1):
-        new_states, objective = run(states, done + round_index, train=True)
+        new_states, objective, chosen = run(states, done + round_index, train=True)
         if objective < best[0]:
-            best = (objective, states, rounds, samples_seen)
+            best = (objective, states, rounds, samples_seen, chosen)
         if monitor.record(_record(done + rounds, samples_seen, objective, start,
                                   len(partitions), state_bytes)):
-            stopped = True
-            break
+            # a constant-step solver goes on with a smaller step, as in memory
+            if monitor.stopped_by == "tol" and all(
+                    [estimator._reduce_step_on_plateau(state) for state in new_states]):
+                monitor.resume()
+            else:
+                stopped = True
+                break
         for state in new_states:
             state["epochs_done"] = done + round_index
         states, rounds = new_states, round_index
         samples_seen += n_samples
     if not stopped:
-        _, objective = run(states, 0, train=False)
+        _, objective, chosen = run(states, 0, train=False)
         if objective < best[0]:
-            best = (objective, states, rounds, samples_seen)
+            best = (objective, states, rounds, samples_seen, chosen)
         monitor.record(_record(done + rounds, samples_seen, objective, start, len(partitions),
                                state_bytes))
     # the model returned is the one of lowest exact objective among those scored: an
     # averaged round that made the objective worse is not kept
-    _, states, rounds, samples_seen = best
+    _, states, rounds, samples_seen, models = best
     converged = monitor.stopped_by == "tol"
     if resolved["tol"] is not None and not converged and resolved["max_iter"] > 1:
         warnings.warn(
             f"{type(estimator).__name__} reached max_iter={resolved['max_iter']} rounds before "
             "the stopping criterion (tol) was met; increase max_iter or tol.",
             ConvergenceWarning)
-    models = models_of(states)
     estimator._states = states
     estimator._states_features = blocks.n_features
     estimator.coef_ = np.vstack([coef for coef, _ in models])

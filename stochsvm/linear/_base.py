@@ -79,10 +79,34 @@ def linear_objective(X, y_signed, weights, coef, intercept, loss, penalty, alpha
     penalty : :class:`stochsvm._core.penalties.Penalty`
     alpha, l1_ratio : float
     """
-    scores = X @ coef + intercept
-    scores = np.asarray(scores, dtype=np.float64).ravel()
+    scores = _scores(X, coef) + intercept
     losses = loss.value(y_signed * scores, loss_parameter)
     return float(np.dot(weights, losses) / X.shape[0]) + penalty.value(coef, alpha, l1_ratio)
+
+
+def _scores(X, coef, block_bytes=1 << 20):
+    """``X @ coef`` in float64 (``coef`` a vector or a matrix of columns).
+
+    Float32 dense input is multiplied in blocks of rows (each block cast to float64, about
+    ``block_bytes`` at a time) so that scoring never copies all of ``X`` to float64.
+    """
+    if sp.issparse(X) or X.dtype == np.float64 or X.shape[0] == 0:
+        return np.asarray(X @ coef, dtype=np.float64)
+    rows = max(1, block_bytes // max(1, 8 * X.shape[1]))
+    return np.concatenate([np.asarray(X[start:start + rows], dtype=np.float64) @ coef
+                           for start in range(0, X.shape[0], rows)])
+
+
+def _transposed_product(X, vector, block_bytes=1 << 20):
+    """``X.T @ vector`` in float64, by blocks of rows for float32 dense ``X`` (as
+    :func:`_scores`)."""
+    if sp.issparse(X) or X.dtype == np.float64:
+        return np.asarray(X.T @ vector, dtype=np.float64).ravel()
+    rows = max(1, block_bytes // max(1, 8 * X.shape[1]))
+    total = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], rows):
+        total += np.asarray(X[start:start + rows], dtype=np.float64).T @ vector[start:start + rows]
+    return total
 
 
 class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
@@ -268,8 +292,12 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         processes) and store the model, its solver states and its history."""
         random_state = check_random_state(self.random_state)
         seeds = random_state.randint(np.iinfo(np.int32).max, size=len(problems))
+        # a fit with a tolerance scores its outputs on the whole training set after every
+        # epoch and returns the best; partial_fit and tol=None run the bare algorithm
+        select_output = warn and resolved["tol"] is not None
         results = self._solve_problems(self._train_problem, [
-            (index, X, y_signed, state, weights, resolved, n_epochs, int(seeds[index]))
+            (index, X, y_signed, state, weights, resolved, n_epochs, int(seeds[index]),
+             select_output)
             for index, (y_signed, state) in enumerate(zip(problems, states))])
         if warn and resolved["tol"] is not None and n_epochs > 1 and not all(
                 converged for *_, converged in results):
@@ -288,15 +316,24 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         self.n_iter_ = max(epochs for *_, epochs, _ in results)
         self.t_ = float(self._states[0]["samples_seen"])
 
-    def _train_problem(self, index, X, y_signed, state, weights, resolved, n_epochs, seed):
+    def _train_problem(self, index, X, y_signed, state, weights, resolved, n_epochs, seed,
+                       select_output=False):
         """Epochs of one binary problem; returns ``(state, coef, intercept, history,
-        epochs, converged)`` (runs in a worker process when ``n_jobs`` asks for it)."""
+        epochs, converged)`` (runs in a worker process when ``n_jobs`` asks for it).
+
+        With ``select_output`` (``fit`` with a ``tol``), every epoch scores the solver's
+        candidate outputs (:meth:`_output_candidates`) by the exact training objective
+        :math:`F(w, b)` in one pass over ``X``; the stopping rule watches the lowest, and the
+        model returned is the best scored over all epochs, made as sparse as the solver's
+        resolution allows when the penalty has an l1 part (:meth:`_sparsest_within`).
+        Otherwise the output is the solver's model after the last epoch.
+        """
         label = type(self).__name__
         label += f"[{self.classes_[index]!r}] " if len(self.classes_) > 2 else " "
         monitor = TrainingMonitor(
             tol=resolved["tol"],
             n_iter_no_change=resolved["n_iter_no_change"],
-            stop_key="running_objective",
+            stop_key="objective",
             verbose=self.verbose,
             callback=self.callback,
             label=label,
@@ -304,6 +341,9 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         )
         n_samples = X.shape[0]
         epoch, converged = 0, False
+        best = (np.inf, None, None)  # (objective, coef, intercept) of the best output scored
+        loss_at_zero = resolved["loss"].value(np.zeros(1), resolved.get("loss_parameter"))[0]
+        zero_objective = float(loss_at_zero * np.mean(weights))
         for epoch in range(1, n_epochs + 1):
             # one generator per (problem seed, epoch): a warm-started continuation
             # visits the samples in the same orders as one longer fit
@@ -316,27 +356,135 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
             )
             entry = self._run_epoch(state, X, y_signed, weights, order, resolved)
             state["epochs_done"] = state.get("epochs_done", 0) + 1
-            coef, intercept = self._model(state, resolved)
-            if not (np.all(np.isfinite(coef)) and np.isfinite(intercept)):
-                raise ValueError(
-                    f"{type(self).__name__} diverged in epoch {state['epochs_done']}: the "
-                    "coefficients are no longer finite. Lower the step size (step_size, eta0, "
-                    "rho) or standardize the features.")
+            candidates = (self._output_candidates(state, resolved) if select_output
+                          else [self._model(state, resolved)])
+            for candidate_coef, candidate_intercept in candidates:
+                if not (np.all(np.isfinite(candidate_coef)) and np.isfinite(candidate_intercept)):
+                    raise ValueError(
+                        f"{type(self).__name__} diverged in epoch {state['epochs_done']}: the "
+                        "coefficients are no longer finite. Lower the step size (step_size, "
+                        "eta0, rho) or standardize the features.")
+            coef, intercept = candidates[0]
             loss_sum = entry.pop("loss_sum")
             record = {
                 "iteration": state["epochs_done"],
                 "samples_seen": int(state["samples_seen"]),
-                "running_objective": loss_sum / n_samples
-                + resolved["penalty"].value(coef, resolved["alpha"], resolved["l1_ratio"]),
             }
             record.update(entry)
             record.update(self._extra_record(state, X, y_signed, weights, resolved))
-            if monitor.record(record, {"coef": coef, "intercept": intercept}):
+            if select_output:
+                objectives = self._exact_objectives(X, y_signed, weights, candidates, resolved)
+                chosen = int(np.argmin(objectives))
+                coef, intercept = candidates[chosen]
+                record["objective"] = float(objectives[chosen])
+                if len(candidates) > 1:
+                    record["output"] = self._candidate_names[chosen]
+                if record["objective"] <= best[0]:
+                    best = (record["objective"], coef, intercept)
+            record["running_objective"] = loss_sum / n_samples + resolved["penalty"].value(
+                coef, resolved["alpha"], resolved["l1_ratio"])
+            # the rule is armed once the output beats the zero model, F(0, 0) = mean s_i l(0):
+            # above it the solver is still in its first transient (large early steps, an
+            # average still dominated by them), not converged
+            armed = record.get("objective", np.inf) < zero_objective
+            if monitor.record(record, {"coef": coef, "intercept": intercept}, armed=armed):
+                if monitor.stopped_by == "tol" and self._reduce_step_on_plateau(state):
+                    # a constant-step solver that stopped improving has reached the noise
+                    # floor of its step, not the optimum: a smaller step goes on from there
+                    monitor.resume()
+                    continue
                 converged = True
                 break
         if epoch == 0:
             coef, intercept = self._model(state, resolved)
+        elif select_output:
+            # the output of lowest objective among those scored: a stochastic solver's
+            # objective goes up as well as down from one epoch to the next
+            objective, coef, intercept = best
+            if resolved["l1_ratio"] > 0.0:
+                # the solver's resolution: its best objective up to tol, or the median
+                # objective of its last n_iter_no_change epochs, whichever is larger
+                recent = [record["objective"]
+                          for record in monitor.history[-resolved["n_iter_no_change"]:]]
+                limit = max(objective + resolved["tol"] * abs(objective),
+                            float(np.median(recent)))
+                coef = self._sparsest_within(X, y_signed, weights, coef, intercept, limit,
+                                             resolved)
         return state, coef, intercept, monitor.history, epoch, converged
+
+    def _reduce_step_on_plateau(self, state):
+        """Called when the ``tol`` rule would stop a fit: a solver whose step does not decay
+        by itself may shrink it (in ``state``) and return ``True`` to go on; by default the
+        fit stops."""
+        return False
+
+    #: names of the candidate outputs of ``_output_candidates`` (recorded as ``"output"``)
+    _candidate_names = ("model",)
+
+    def _output_candidates(self, state, resolved):
+        """The models the solver can output after an epoch, ``[(coef, intercept), ...]``;
+        the fit returns the one of lowest training objective. By default the one model of
+        ``_model``; a solver with an averaged and a last iterate offers both."""
+        return [self._model(state, resolved)]
+
+    def _exact_objectives(self, X, y_signed, weights, candidates, resolved):
+        """:math:`F(w, b)` of each ``(coef, intercept)`` of ``candidates`` on one binary
+        problem, all scored in one pass over ``X``."""
+        coefs = np.column_stack([coef for coef, _ in candidates])
+        intercepts = np.array([intercept if self.fit_intercept else 0.0
+                               for _, intercept in candidates])
+        scores = _scores(X, coefs) + intercepts
+        losses = resolved["loss"].value(y_signed[:, None] * scores,
+                                        resolved.get("loss_parameter"))
+        penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
+        return np.array([
+            float(np.dot(weights, losses[:, column]) / X.shape[0])
+            + penalty.value(coefs[:, column], alpha, l1_ratio)
+            for column in range(coefs.shape[1])])
+
+    #: fractions of the nonzero coefficients that ``_sparsest_within`` tries to zero
+    _truncation_levels = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+    def _sparsest_within(self, X, y_signed, weights, coef, intercept, limit, resolved):
+        r"""The sparsest truncation of ``coef`` whose training objective is at most ``limit``.
+
+        A stochastic l1 solver stops at an objective it can no longer lower by a fraction
+        ``tol``; its iterates of the last ``n_iter_no_change`` epochs scatter around it. Any
+        model whose objective is within that resolution (``limit``: the best objective times
+        ``1 + tol``, or the median objective of those last epochs when larger) is as good an
+        answer, and of those the user of an l1 penalty wants the sparsest: the exact optimum
+        is sparse, the stochastic iterates are not, because every step moves every
+        coefficient a sample touches. The candidates are
+
+        * the optimality screen: with :math:`g = \nabla_w \frac1n\sum_i s_i\ell_i` at
+          ``coef``, zero every :math:`w_j` with :math:`|g_j| \le \alpha\,\text{l1\_ratio}`,
+          the coordinates for which zero satisfies the subgradient condition of the l1 term
+          (one pass over ``X`` and one over ``X^T``);
+        * the truncations that zero the smallest 5%, 10%, 20%, ..., 90% of the nonzero
+          coefficients.
+
+        One pass over ``X`` scores all of them; the intercept is kept. Returns ``coef`` itself
+        when none qualifies.
+        """
+        magnitudes = np.abs(coef)
+        nonzero = np.sort(magnitudes[magnitudes > 0.0])
+        if nonzero.size < 2:
+            return coef
+        scores = _scores(X, coef) + (intercept if self.fit_intercept else 0.0)
+        loss_derivatives = weights * y_signed * resolved["loss"].derivative(
+            y_signed * scores, resolved.get("loss_parameter"))
+        gradient = _transposed_product(X, loss_derivatives) / X.shape[0]
+        screened = np.abs(gradient) <= resolved["alpha"] * resolved["l1_ratio"]
+        candidates = [(np.where(screened, 0.0, coef), intercept)]
+        for level in self._truncation_levels:
+            threshold = nonzero[min(int(level * nonzero.size), nonzero.size - 1)]
+            candidates.append((np.where(magnitudes < threshold, 0.0, coef), intercept))
+        objectives = self._exact_objectives(X, y_signed, weights, candidates, resolved)
+        accepted = [candidate for (candidate, _), value in zip(candidates, objectives)
+                    if value <= limit]
+        if not accepted:
+            return coef
+        return min(accepted, key=np.count_nonzero)
 
     def _extra_record(self, state, X, y_signed, weights, resolved):
         """Solver-specific, possibly costly, record entries computed after an epoch."""

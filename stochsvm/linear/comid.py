@@ -288,12 +288,13 @@ class ComidClassifier(BaseStochasticLinearClassifier):
         Margin loss :math:`\ell`; its (sub)derivative drives the step.
     fit_intercept : bool, default=True
         Learn an unpenalized intercept by plain (sub)gradient steps.
-    max_iter : int, default=10
+    max_iter : int, default=1000
         Maximum number of passes (epochs) over the data.
-    tol : float or None, default=1e-4
-        Stop when the epoch's running objective has not decreased by ``tol`` for
-        ``n_iter_no_change`` epochs. ``None`` runs ``max_iter`` epochs.
-    n_iter_no_change : int, default=3
+    tol : float or None, default=1e-3
+        Stop when the exact training objective of the output (scored after every epoch,
+        one pass over the data) has not fallen below ``(1 - tol)`` times its best value
+        for ``n_iter_no_change`` epochs. ``None`` runs ``max_iter`` epochs.
+    n_iter_no_change : int, default=10
     shuffle : bool, default=True
         Draw a fresh random order of the samples at every epoch (``False``: data order).
     average : bool or int, default=False
@@ -353,7 +354,7 @@ class ComidClassifier(BaseStochasticLinearClassifier):
     }
 
     def __init__(self, penalty="l1", alpha=1e-4, eta0=0.5, power_t=0.5, l1_ratio=0.15,
-                 loss="hinge", fit_intercept=True, max_iter=10, tol=1e-4, n_iter_no_change=3,
+                 loss="hinge", fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10,
                  shuffle=True, average=False, class_weight=None, warm_start=False,
                  n_jobs=None, random_state=None, verbose=0, callback=None):
         self.penalty = penalty

@@ -223,11 +223,14 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         Constant step :math:`\eta` (choose it with
         :func:`stochsvm.linear.step_size.select_step_size`, eq. 47).
     fit_intercept : bool, default=True
-    max_iter : int, default=20
+    max_iter : int, default=1000
         Epochs; one epoch is :math:`\lceil n / (p\,k_{in}) \rceil` outer loops (about
         :math:`n` drawn samples).
-    tol : float or None, default=1e-4
-    n_iter_no_change : int, default=3
+    tol : float or None, default=1e-3
+        Stop when the exact training objective of the output (scored after every epoch,
+        one pass over the data) has not fallen below ``(1 - tol)`` times its best value
+        for ``n_iter_no_change`` epochs. ``None`` runs ``max_iter`` epochs.
+    n_iter_no_change : int, default=10
     shuffle : bool, default=True
     average : bool or int, default=False
         Output the average of the iterates (``True``, or after ``average`` drawn samples),
@@ -300,7 +303,7 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
 
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
                  n_anchors=100, n_neighbors=5, bandwidth="paper", inner_iter=20, batch_size=10,
-                 step_size=0.1, fit_intercept=True, max_iter=20, tol=1e-4, n_iter_no_change=3,
+                 step_size=0.1, fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10,
                  shuffle=True, average=False, class_weight=None, gradient_diagnostics=False,
                  diagnostic_batches=10, warm_start=False, n_jobs=None, random_state=None, verbose=0,
                  callback=None):

@@ -367,10 +367,28 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
             return _prox_steps_sparse(*as_csr_arrays(X), *arguments)
         return _prox_steps_dense(X, *arguments)
 
+    #: on a plateau of the objective the step is divided by this factor ...
+    _step_decay = 4.0
+    #: ... at most this many times (the smallest step is step_size / 4 ** 4 = step_size / 256)
+    _step_reductions = 4
+
+    def _reduce_step_on_plateau(self, state):
+        """Divide the step by ``_step_decay`` when the ``tol`` rule would stop a ``fit``
+        (scikit-learn's ``learning_rate="adaptive"`` does the same for ``SGDClassifier``):
+        a constant step settles where the gradient noise balances the descent, a level set
+        by the step, so a smaller step goes below it. The fit stops after
+        ``_step_reductions`` reductions; the scale is recorded as ``step_scale``."""
+        reductions = state.get("step_reductions", 0)
+        if reductions >= self._step_reductions:
+            return False
+        state["step_reductions"] = reductions + 1
+        return True
+
     def _run_epoch(self, state, X, y, weights, order, resolved):
         epochs_done = state.get("epochs_done", 0)
         generator = epoch_generator(order, epochs_done)
-        step = resolved["step_size"]
+        step_scale = self._step_decay ** -state.get("step_reductions", 0)
+        step = resolved["step_size"] * step_scale
         averaged_before = state["scalars"][_AVERAGED_COUNT]
         loss_sum, draws = self._epoch(state, X, y, weights, order, generator, resolved,
                                       step, averaging=True, n_draws=None)
@@ -380,7 +398,7 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
             state["scalars"][_AVERAGED_COUNT] - averaged_before)
         state["samples_seen"] += draws
         # loss sum rescaled to n draws, as the base class divides it by n
-        return {"loss_sum": loss_sum * X.shape[0] / max(draws, 1)}
+        return {"loss_sum": loss_sum * X.shape[0] / max(draws, 1), "step_scale": step_scale}
 
     def _steps_per_epoch(self, n_samples, resolved):
         return -(-n_samples // resolved["batch_size"])
@@ -474,12 +492,13 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
         (the paper's weighting by eq. 46 with ``class_weight="balanced"``), gradients
         averaged uniformly (:mod:`stochsvm._core.sampling`).
     fit_intercept : bool, default=True
-    max_iter : int, default=20
+    max_iter : int, default=1000
         Epochs (:math:`n` drawn samples each).
-    tol : float or None, default=1e-4
-        Stop when the epoch's running objective has not decreased by ``tol`` for
-        ``n_iter_no_change`` epochs; ``None`` runs ``max_iter`` epochs.
-    n_iter_no_change : int, default=3
+    tol : float or None, default=1e-3
+        Stop when the exact training objective of the output (scored after every epoch,
+        one pass over the data) has not fallen below ``(1 - tol)`` times its best value
+        for ``n_iter_no_change`` epochs. ``None`` runs ``max_iter`` epochs.
+    n_iter_no_change : int, default=10
     shuffle : bool, default=True
     average : bool or int, default=False
         Output the average of the iterates after each step (``True``) or after the first
@@ -514,7 +533,7 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
 
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
                  batch_size=10, step_size=0.1, sampling="uniform", fit_intercept=True,
-                 max_iter=20, tol=1e-4, n_iter_no_change=3, shuffle=True, average=False,
+                 max_iter=1000, tol=1e-3, n_iter_no_change=10, shuffle=True, average=False,
                  class_weight=None, gradient_diagnostics=False, diagnostic_batches=10,
                  warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None):
         self.loss = loss
