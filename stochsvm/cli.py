@@ -643,11 +643,26 @@ def reproduce(paper, quick, out, smoke):
 
 
 @main.command()
+@click.option("--quick", is_flag=True,
+              help="The 10-second version on scikit-learn's bundled breast-cancer and digits "
+                   "data instead of the comparisons where size matters (one and a half to two "
+                   "minutes).")
+@click.option("--figure", "figure_path", default="stochsvm-demo.png", show_default=True,
+              type=click.Path(dir_okay=False), help="Where to write the figure.")
+@click.option("--time-limit", type=click.FloatRange(min=1.0), default=None,
+              help="Seconds after which a fit is killed and reported as such "
+                   "[default: 30; not with --quick].")
 @_guard
-def demo():
-    """Train the headline solvers and scikit-learn peers on bundled data; print a table."""
-    from .demo import run_demo
-    run_demo(print_function=click.echo)
+def demo(quick, figure_path, time_limit):
+    """Train the headline solvers and the peers a user would otherwise pick; print a table
+    and write a figure (see `python -m stochsvm`)."""
+    from .demo import DemoSettings, run_demo
+
+    if quick and time_limit is not None:
+        raise click.UsageError("--time-limit applies to the default demo, not to --quick")
+    settings = None if time_limit is None else DemoSettings(time_limit=time_limit)
+    run_demo(quick=quick, print_function=click.echo, figure_path=figure_path,
+             settings=settings)
 
 
 if __name__ == "__main__":  # pragma: no cover

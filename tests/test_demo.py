@@ -1,15 +1,42 @@
-"""The README's main job: every comparison runs and a figure is written."""
+"""The README's main job: the quick demo end to end, the default demo's building blocks on tiny
+sizes, and the two ways to start it (``python -m stochsvm``, ``stochsvm demo``)."""
 
+import dataclasses
+import runpy
+import sys
+import time
+
+import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from stochsvm.demo import run_demo
+import stochsvm.demo
+from stochsvm.bench import harness
+from stochsvm.cli import main
+from stochsvm.demo import DemoSettings, run_demo, scale
+from stochsvm.demo.report import add_speed_ups, format_table, verdicts, write_figure
+
+TINY = DemoSettings(kernel_samples=1500, semi_supervised_samples=800, n_labeled=40,
+                    semi_supervised_test_samples=400, text_samples=1500,
+                    text_test_samples=400, text_features=3000, tokens_per_document=14,
+                    time_limit=60.0, use_fashion_mnist=False, use_dask=False)
 
 
-def test_demo_runs_every_comparison_and_writes_the_figure(tmp_path):
+def _fashion_mnist_installed():
+    from stochsvm.datasets import load_fashion_mnist
+
+    try:
+        load_fashion_mnist(kind="test")
+    except (FileNotFoundError, OSError):
+        return False
+    return True
+
+
+def test_quick_demo_runs_every_comparison_and_writes_the_figure(tmp_path):
     pytest.importorskip("matplotlib")
     lines = []
     figure = tmp_path / "demo.png"
-    rows = run_demo(print_function=lines.append, figure_path=str(figure))
+    rows = run_demo(quick=True, print_function=lines.append, figure_path=str(figure))
     assert {row["dataset"] for row in rows} == {"breast cancer", "digits (even/odd)"}
     assert {row["comparison"] for row in rows} == {
         "linear hinge", "linear logistic", "kernel rbf", "semi-supervised"}
@@ -21,3 +48,191 @@ def test_demo_runs_every_comparison_and_writes_the_figure(tmp_path):
     assert min(row["accuracy"] for row in fully_supervised) > 0.85
     assert figure.stat().st_size > 10_000
     assert any("figure:" in line for line in lines)
+
+
+def test_default_demo_on_tiny_sizes_prints_one_table_and_writes_the_figure(tmp_path,
+                                                                           monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(scale, "_dask_installed", lambda: False)
+    lines = []
+    figure = tmp_path / "demo.png"
+    settings = dataclasses.replace(TINY, use_dask=True)
+    rows = run_demo(print_function=lines.append, figure_path=str(figure), settings=settings,
+                    progress=False)
+    expected = {
+        "kernel": ["SCSKernelSVC", "SVC", "Nystroem + LinearSVC", "RBFSampler + SGDClassifier"],
+        "semi-supervised": ["TSGS3VM", 'LabelSpreading(kernel="knn")', "SVC on the 40 labels"],
+        "linear": ['SADMMClassifier(penalty="l1")', "S3GDClassifier", "SGDClassifier",
+                   'SGDClassifier(penalty="l1")', "LinearSVC"],
+    }
+    assert [(row["task"], row["model"]) for row in rows] == [
+        (task, model) for task, models in expected.items() for model in models]
+    for row in rows:
+        assert row["status"] == "ok", row
+        assert row["accuracy"] > 0.6, row  # chance is about 0.5
+        assert row["seconds"] > 0 and row["memory_bytes"] is not None
+        assert row["reference"] == (row["model"] in ("SCSKernelSVC", "TSGS3VM",
+                                                     'SADMMClassifier(penalty="l1")'))
+        assert (row["speed_up"] is None) == row["reference"]
+        assert ("nonzero_coefficients" in row) == (row["task"] == "linear")
+    text = "\n".join(lines)
+    header = next(line for line in lines if line.startswith("task"))
+    for column in ("model", "test accuracy", "seconds", "speed-up", "memory", "nonzero coef."):
+        assert column in header
+    assert "stochsvm.SCSKernelSVC" in text and "where stochsvm wins and loses:" in text
+    assert "Dask row skipped: dask is not installed" in text
+    assert "generated clusters" in text
+    assert figure.stat().st_size > 10_000
+
+
+def test_a_fit_past_the_time_limit_is_killed_and_reported():
+    class Sleeper:
+        def fit(self, X, y):
+            time.sleep(30)
+
+    X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    dataset = harness.Dataset("toy", X, y, X, y)
+    from sklearn.dummy import DummyClassifier
+
+    comparison = scale.Comparison("toy", dataset, [
+        harness.Method("dummy", lambda seed: DummyClassifier()),
+        harness.Method("sleeper", lambda seed: Sleeper(), origin="peer"),
+    ])
+    finished = []
+    rows = add_speed_ups(scale.run_comparisons([comparison], time_limit=1.0,
+                                               on_finished=finished.append))
+    assert len(finished) == 2
+    assert rows[0]["status"] == "ok" and rows[0]["accuracy"] == 0.5
+    assert rows[1]["status"] == "killed" and rows[1]["accuracy"] is None
+    assert rows[1]["seconds"] == 1.0 and rows[1]["speed_up_bound"] == ">"
+    table = "\n".join(format_table(rows, time_limit=1.0, workers=2))
+    assert "> 1" in table and "killed when fit and test prediction" in table
+    assert "beats sleeper (killed at the time limit)" in " ".join(verdicts(rows))
+
+
+def _row(task, model, origin, accuracy, seconds, status="ok"):
+    return {"task": task, "model": model, "origin": origin, "status": status,
+            "accuracy": accuracy, "seconds": seconds, "memory_bytes": 2 ** 20,
+            "converged": True}
+
+
+def test_speed_ups_and_verdicts_say_where_the_package_loses():
+    rows = add_speed_ups([
+        _row("kernel", "Ours", "stochsvm", 0.90, 10.0),
+        _row("kernel", "Faster and better", "peer", 0.91, 2.0),
+        _row("kernel", "Faster and worse", "peer", 0.85, 5.0),
+        _row("kernel", "Slower and worse", "peer", 0.80, 40.0),
+        _row("kernel", "Slower and as good", "peer", 0.9004, 20.0),
+        _row("kernel", "Killed", "peer", None, 30.0, status="killed"),
+        _row("semi", "Ours killed", "stochsvm", None, 30.0, status="killed"),
+        _row("semi", "Peer", "peer", 0.7, 3.0),
+    ])
+    ratios = {row["model"]: (row["speed_up_bound"], row["speed_up"]) for row in rows}
+    assert ratios["Ours"] == (None, None)
+    assert ratios["Faster and better"] == (None, 0.2)
+    assert ratios["Killed"] == (">", 3.0)
+    assert ratios["Peer"] == ("<", 0.1)
+    text = " ".join(" ".join(verdicts(rows)).split())  # one line, the wrapping undone
+    kernel, semi = text[:text.index("semi:")], text[text.index("semi:"):]
+    assert "loses to Faster and better (5.0x faster, 1.0 points more accurate)" in kernel
+    assert "trades accuracy for time with Faster and worse" in kernel
+    assert "Slower and worse (4.0x slower, 10.0 points less accurate)" in kernel
+    assert "Slower and as good (2.0x slower, as accurate)" in kernel
+    assert "Killed (killed at the time limit)" in kernel
+    assert "stochsvm.Ours killed was killed at the time limit; Peer finished." in semi
+    table = format_table(rows, time_limit=30.0, workers=2)
+    assert any("stochsvm.Ours" in line and "ref" in line for line in table)
+    assert any(line.startswith("kernel") and "Faster and better" in line and "0.2x" in line
+               for line in table)
+
+
+def test_figure_marks_killed_fits(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = add_speed_ups([_row("kernel", "Ours", "stochsvm", 0.9, 3.0),
+                          _row("kernel", "SVC", "peer", None, 30.0, status="killed"),
+                          _row("linear", "Ours", "stochsvm", 0.8, 0.5),
+                          _row("linear", "Peer", "peer", 0.82, 0.1)])
+    written = write_figure(rows, tmp_path / "figure.png", time_limit=30.0)
+    assert written == str(tmp_path / "figure.png")
+    assert (tmp_path / "figure.png").stat().st_size > 10_000
+
+
+def test_semi_supervised_data_fall_back_to_generated_clusters(monkeypatch):
+    def missing(*arguments):
+        raise FileNotFoundError("no Fashion-MNIST files here")
+
+    monkeypatch.setattr("stochsvm.bench.tsgs3vm.fashion_task", missing)
+    comparison = scale.semi_supervised_comparison(300, 20, test_samples=100)
+    assert comparison.dataset.X_train.shape == (300, 20)
+    assert comparison.dataset.X_test.shape == (100, 20)
+    assert np.sum(comparison.dataset.y_train != -1) == 20
+    assert "Fashion-MNIST is not installed (no Fashion-MNIST files here)" in comparison.notes[0]
+
+
+@pytest.mark.skipif(not _fashion_mnist_installed(), reason="Fashion-MNIST is not installed")
+def test_semi_supervised_data_use_fashion_mnist_tops_vs_rest():
+    comparison = scale.semi_supervised_comparison(500, 30)
+    dataset = comparison.dataset
+    assert dataset.X_train.shape == (500, 784) and dataset.X_test.shape == (10000, 784)
+    assert set(np.unique(dataset.y_train)) == {-1, 0, 1}
+    assert np.sum(dataset.y_train != -1) == 30
+    # tops are T-shirt, pullover, coat and shirt: 4 of the 10 balanced classes
+    assert dataset.y_test.mean() == pytest.approx(0.4)
+    assert "Fashion-MNIST tops" in comparison.notes[0]
+
+
+def test_linear_comparison_is_sparse_text_and_counts_nonzero_coefficients():
+    comparison = scale.linear_comparison(600, 200, 2000, 14)
+    assert comparison.dataset.X_train.format == "csr"
+    assert comparison.dataset.X_train.shape == (600, 2000)
+    record = scale.fit_and_score(comparison.methods[0], comparison.dataset, seed=0)
+    assert 0 < record["nonzero_coefficients"] <= 2000
+    assert 0.5 < record["accuracy"] <= 1.0
+
+
+def test_dask_row_trains_on_a_local_cluster():
+    pytest.importorskip("dask.distributed")
+    from stochsvm import SADMMClassifier
+
+    comparison = scale.linear_comparison(2000, 300, 1500, 14)
+    comparison.methods[0].make = lambda seed: SADMMClassifier(max_iter=3, random_state=seed)
+    row = scale.dask_row(comparison, comparison.methods[0])
+    assert row["status"] == "ok", row
+    assert row["model"] == 'SADMMClassifier(penalty="l1") on Dask'
+    assert row["in_memory_model"] == 'SADMMClassifier(penalty="l1")'
+    assert row["accuracy"] > 0.6 and row["seconds"] > 0 and row["setup_seconds"] > 0
+    assert row["memory_bytes"] > 0 and row["nonzero_coefficients"] > 0
+
+
+@pytest.mark.parametrize("arguments, quick", [([], False), (["--quick"], True)])
+def test_python_dash_m_runs_the_demo_with_its_options(monkeypatch, arguments, quick):
+    calls = []
+    monkeypatch.setattr(stochsvm.demo, "run_demo", lambda **keywords: calls.append(keywords))
+    monkeypatch.setattr(sys, "argv", ["python -m stochsvm", *arguments])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("stochsvm", run_name="__main__")
+    assert exit_.value.code == 0
+    assert len(calls) == 1 and calls[0]["quick"] is quick
+    assert calls[0]["figure_path"] == "stochsvm-demo.png"
+
+
+def test_python_dash_m_with_a_command_runs_that_command(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["python -m stochsvm", "solvers"])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("stochsvm", run_name="__main__")
+    assert exit_.value.code == 0
+    assert "SCSKernelSVC" in capsys.readouterr().out
+
+
+def test_demo_command_options(monkeypatch):
+    calls = []
+    monkeypatch.setattr(stochsvm.demo, "run_demo", lambda **keywords: calls.append(keywords))
+    runner = CliRunner()
+    result = runner.invoke(main, ["demo", "--time-limit", "12", "--figure", "out.png"])
+    assert result.exit_code == 0, result.output
+    assert calls[-1]["quick"] is False and calls[-1]["figure_path"] == "out.png"
+    assert calls[-1]["settings"].time_limit == 12.0
+    result = runner.invoke(main, ["demo", "--quick", "--time-limit", "12"])
+    assert result.exit_code == 2 and "not to --quick" in result.output
+    help_text = runner.invoke(main, ["demo", "--help"]).output
+    assert f"default: {DemoSettings().time_limit:g}" in help_text
