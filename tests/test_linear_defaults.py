@@ -10,10 +10,11 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from stochsvm import ComidClassifier, PegasosClassifier, RDAClassifier, SADMMClassifier
+from stochsvm import (ComidClassifier, MiniBatchSGDClassifier, PegasosClassifier,
+                      RDAClassifier, SADMMClassifier)
 
 from .benchmark_scripts import load_script
-from .reference import binary_breast_cancer, exact_l1_hinge, exact_l2_hinge
+from .reference import binary_breast_cancer, binary_digits, exact_l1_hinge, exact_l2_hinge
 
 
 @pytest.mark.parametrize("make", [
@@ -107,13 +108,26 @@ def test_l1_output_is_sparsest_within_the_solver_resolution(estimator, monkeypat
     assert np.count_nonzero(sparse.coef_) < np.count_nonzero(dense.coef_)
 
 
-def test_stopping_rule_waits_for_the_first_transient():
+def test_stopping_rule_resumes_after_a_step_reduction():
     from stochsvm._core.monitor import TrainingMonitor
     monitor = TrainingMonitor(tol=1e-3, n_iter_no_change=2)
-    # rising objectives above the zero model's: never a stop
-    assert not any(monitor.record({"objective": value}, armed=False)
-                   for value in (5.0, 6.0, 7.0, 8.0))
-    # armed: two records without a relative improvement of 1e-3 stop it
     assert not monitor.record({"objective": 1.0})
-    assert not monitor.record({"objective": 0.9995})
-    assert monitor.record({"objective": 0.9999})
+    assert not monitor.record({"objective": 0.9995})  # less than tol * |best| lower
+    assert monitor.record({"objective": 0.9999}) and monitor.stopped_by == "tol"
+    monitor.resume()
+    assert monitor.stopped_by is None
+    assert not monitor.record({"objective": 0.9999})  # patience counts afresh
+    assert monitor.record({"objective": 0.9998})
+
+
+def test_constant_step_too_large_is_reduced_not_stopped():
+    # digits repeated 12 times (d = 768): step_size=0.1 is far above 1 / L, so the objective of
+    # mini-batch SGD wanders above that of the zero model; the plateau rule divides the step
+    X, y = binary_digits()
+    X = np.hstack([X] * 12)
+    model = MiniBatchSGDClassifier(alpha=1e-2, random_state=0).fit(X, y)
+    scales = [record["step_scale"] for record in model.history_]
+    assert scales[-1] < 1.0
+    assert model.n_iter_ < model.max_iter
+    zero_objective = np.log(2.0)
+    assert model.objective(X, y) < zero_objective

@@ -72,14 +72,8 @@ class TrainingMonitor:
             self.stopped_by = None
         self._no_improvement = 0
 
-    def record(self, entry, model=None, armed=True):
-        """Store one record; return ``True`` when training should stop.
-
-        ``armed=False`` keeps the ``tol`` rule from counting this record (a solver still in
-        its first transient, whose objective is above that of the zero model, has not
-        converged however long it stays there); the rule starts afresh at the first armed
-        record.
-        """
+    def record(self, entry, model=None):
+        """Store one record; return ``True`` when training should stop."""
         entry = dict(entry)
         entry.setdefault("seconds", self.elapsed())
         if self.problem is not None:
@@ -99,9 +93,7 @@ class TrainingMonitor:
             if self.callback(payload) is True:
                 self.stopped_by = "callback"
                 stop = True
-        if not armed:
-            self._best, self._no_improvement = np.inf, 0
-        elif self.tol is not None and self.stop_key in entry:
+        if self.tol is not None and self.stop_key in entry:
             value = float(entry[self.stop_key])
             if np.isfinite(self._best) and value > self._best - self.tol * abs(self._best):
                 self._no_improvement += 1

@@ -383,14 +383,15 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                     best = (record["objective"], coef, intercept)
             record["running_objective"] = loss_sum / n_samples + resolved["penalty"].value(
                 coef, resolved["alpha"], resolved["l1_ratio"])
-            # the rule is armed once the output beats the zero model, F(0, 0) = mean s_i l(0):
-            # above it the solver is still in its first transient (large early steps, an
-            # average still dominated by them), not converged
-            armed = record.get("objective", np.inf) < zero_objective
-            if monitor.record(record, {"coef": coef, "intercept": intercept}, armed=armed):
-                if monitor.stopped_by == "tol" and self._reduce_step_on_plateau(state):
-                    # a constant-step solver that stopped improving has reached the noise
-                    # floor of its step, not the optimum: a smaller step goes on from there
+            if monitor.record(record, {"coef": coef, "intercept": intercept}):
+                # on a plateau, a constant-step solver has reached the noise floor of its step,
+                # not the optimum: a smaller step goes on from there. A solver whose output is
+                # still worse than the zero model, F(0, 0) = mean s_i l(0), is in its first
+                # transient (large early steps, an average still dominated by them) or its
+                # step is too large: it has not converged and goes on (up to max_iter).
+                if monitor.stopped_by == "tol" and (
+                        self._reduce_step_on_plateau(state)
+                        or record["objective"] >= zero_objective):
                     monitor.resume()
                     continue
                 converged = True
