@@ -126,7 +126,17 @@ def test_scv_squared_hinge_step_is_capped_by_the_curvature():
 def test_scv_refuses_a_diverged_model():
     # a step far beyond the cap of a bounded-derivative loss on features x 100: the penalty
     # of the iterate passes 100 F(0); a ValueError names the step and a stable scale
+    # (tol=None: the bare algorithm, no restart)
     X, y = binary_breast_cancer()
     with np.errstate(all="ignore"), pytest.raises(ValueError, match=r"diverged .*step_size=10"
                                                                     r".*Use step_size <="):
-        SCVClassifier(step_size=10.0, random_state=0).fit(100.0 * X, y)
+        SCVClassifier(step_size=10.0, tol=None, random_state=0).fit(100.0 * X, y)
+
+
+def test_scv_fit_with_tol_restarts_a_diverged_run_with_a_smaller_step():
+    X, y = binary_breast_cancer()
+    with np.errstate(all="ignore"):
+        model = SCVClassifier(step_size=10.0, random_state=0).fit(100.0 * X, y)
+    assert np.all(np.isfinite(model.coef_))
+    assert model.history_[0]["step_scale"] < 1.0  # the first recorded epoch already restarted
+    assert model.score(100.0 * X, y) > 0.9

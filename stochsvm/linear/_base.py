@@ -59,7 +59,14 @@ from .._core.validation import (
     validate_training_data,
 )
 
-__all__ = ["BaseStochasticLinearClassifier", "linear_objective"]
+__all__ = ["BaseStochasticLinearClassifier", "StepDivergedError", "linear_objective"]
+
+
+class StepDivergedError(ValueError):
+    """An epoch's iterate diverged: the step is too large for the data. A ``fit`` with a
+    ``tol`` restarts with a smaller step where the solver can take one
+    (:meth:`BaseStochasticLinearClassifier._restart_with_smaller_step`); otherwise the error
+    reaches the caller, with what to change."""
 
 
 def linear_objective(X, y_signed, weights, coef, intercept, loss, penalty, alpha, l1_ratio,
@@ -354,7 +361,12 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 if self.shuffle
                 else np.arange(n_samples, dtype=np.int64)
             )
-            entry = self._run_epoch(state, X, y_signed, weights, order, resolved)
+            try:
+                entry = self._run_epoch(state, X, y_signed, weights, order, resolved)
+            except StepDivergedError:
+                if not (select_output and self._restart_with_smaller_step(state)):
+                    raise
+                continue
             state["epochs_done"] = state.get("epochs_done", 0) + 1
             candidates = (self._output_candidates(state, resolved) if select_output
                           else [self._model(state, resolved)])
@@ -417,6 +429,12 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         """Called when the ``tol`` rule would stop a fit: a solver whose step does not decay
         by itself may shrink it (in ``state``) and return ``True`` to go on; by default the
         fit stops."""
+        return False
+
+    def _restart_with_smaller_step(self, state):
+        """Called when an epoch of a ``fit`` with a ``tol`` diverged
+        (:class:`StepDivergedError`): a solver that can may reset its iterate in ``state``
+        and take a smaller step, returning ``True``; by default the error is raised."""
         return False
 
     #: names of the candidate outputs of ``_output_candidates`` (recorded as ``"output"``)

@@ -82,6 +82,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.sampling import uniform_batches
 from .._core.validation import check_choice, check_positive_int
+from ._base import StepDivergedError
 from .sgd import _AVERAGED_COUNT, _INTERCEPT, BaseMiniBatchProxClassifier
 
 __all__ = ["SCVClassifier"]
@@ -327,7 +328,10 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
         :math:`\alpha R(w^\star) \le F(w^\star) \le F(0)`, and the noisy iterates of a stable
         run stay near that set. (The mean loss is no test: with large steps, heavy class
         weights or unscaled features a stable run's losses can exceed :math:`F(0)` a
-        thousandfold, as in scikit-learn's class-weight check.)
+        thousandfold, as in scikit-learn's class-weight check.) A ``fit`` with a ``tol``
+        restarts from zero with a smaller step (:meth:`_restart_with_smaller_step`); past
+        that budget, or with ``tol=None``, :class:`StepDivergedError` (a ``ValueError``) says
+        which step would be stable.
         """
         coef = state["coef"]
         intercept = float(state["scalars"][_INTERCEPT])
@@ -343,7 +347,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
         kappa = max(abs(curvature), np.finfo(float).tiny)
         stable = 1.0 / (kappa * largest) if largest > 0.0 else np.inf
         size = float(np.linalg.norm(coef)) if finite else float("nan")
-        raise ValueError(
+        raise StepDivergedError(
             f"SCVClassifier diverged with the step {step:g} (step_size={self.step_size!r}): "
             f"after {state.get('epochs_done', 0) + 1} epoch(s) the coefficients "
             + (f"have norm {size:.3g} and the mean loss is {mean_loss:.3g}, against "

@@ -384,6 +384,20 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         state["step_reductions"] = reductions + 1
         return True
 
+    #: the iterate of a mini-batch solver, reset by :meth:`_restart_with_smaller_step`
+    _iterate_keys = ("coef", "coef_sum", "scalars", "buffer", "moment_buffer", "gradient",
+                     "snapshot")
+
+    def _restart_with_smaller_step(self, state):
+        """After a diverged epoch: back to the zero model with the step divided by
+        ``_step_decay`` (the same budget of ``_step_reductions`` as on a plateau)."""
+        if not self._reduce_step_on_plateau(state):
+            return False
+        for key in self._iterate_keys:
+            state[key][...] = 0.0
+        state["averaged_step_sum"] = 0.0
+        return True
+
     def _run_epoch(self, state, X, y, weights, order, resolved):
         epochs_done = state.get("epochs_done", 0)
         generator = epoch_generator(order, epochs_done)
