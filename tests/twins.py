@@ -286,3 +286,94 @@ def s3gd_twin(X, y, weights, graph, batches, n_inner, step, alpha, l1_ratio, los
             fit_intercept=fit_intercept)
         loss_sum += part
     return coef, intercept, loss_sum
+
+
+# ======================================================================================
+# SCS on a fixed sample (stochsvm/kernel/scs.py, sample_iterations), Alg. 1 of the SCS paper
+# ======================================================================================
+def scs_sample_iterations_twin(Q, labels, costs, a, d, settings, state, iterations):
+    """Alg. 1 steps 6-8 and 14-16 on a fixed sample, ``iterations`` times, in plain NumPy.
+
+    ``Q`` is the sample's kernel matrix, ``settings`` and ``state`` are dicts with the names
+    of the compiled loop's vectors (``delta``, ``norm``, ``null_step``, ``spread``,
+    ``restart``, ``restart_value``). Products with ``Q`` are recomputed from scratch at every
+    use (no incremental update of ``Q v``). Returns ``(a, d, records)`` with one record
+    ``(objective, direction_norm, delta, step, accepted, line_search, stalled)`` per iteration.
+    """
+    from .reference_kernel import line_search_twin
+
+    euclidean = settings["euclidean"]
+    a, d = a.astype(float).copy(), d.astype(float).copy()
+    delta, norm = state["delta"], state["norm"]
+    null_step, spread = state["null_step"], state["spread"]
+    restart, restart_value = state["restart"], state["restart_value"]
+    plateau = []
+    patience = settings["patience"]
+
+    def inner(x, z):
+        return x @ z if euclidean else x @ Q @ z
+
+    def subgradient(point):
+        v = np.where(labels * (Q @ point) < 1.0, costs * labels, 0.0)
+        g = point - v
+        return Q @ g if euclidean else g
+
+    def objective(point):
+        return 0.5 * point @ Q @ point + costs @ np.maximum(0.0, 1.0 - labels * (Q @ point))
+
+    records = []
+    for _ in range(iterations):
+        if null_step > 0.0:
+            distance = null_step * norm
+            g = subgradient(a + null_step * d)
+        else:
+            distance = 0.0
+            g = subgradient(a)
+        u = -d
+        weight = 0.0
+        if not restart:
+            denominator = inner(u, u) - 2.0 * inner(u, g) + inner(g, g)
+            if denominator > 0.0:
+                weight = min(1.0, max(0.0, (inner(g, g) - inner(u, g)) / denominator))
+        restart = False
+        d = -(weight * u + (1.0 - weight) * g)
+        spread = max(spread, distance) if weight > 0.0 else distance
+        norm = np.sqrt(max(inner(d, d), 0.0))
+        if norm < settings["epsilon"] and spread > settings["delta_min"]:
+            g = subgradient(a)
+            d = -g
+            norm = np.sqrt(max(inner(g, g), 0.0))
+            spread = 0.0
+        step, last_trial, outcome = 0.0, 0.0, 2
+        if norm > 0.0:
+            step, last_trial, outcome = line_search_twin(
+                labels * (Q @ a), labels * (Q @ d), costs, d @ Q @ a, d @ Q @ d, norm * norm,
+                delta / norm, delta / (settings["divisor"] * norm), delta / norm,
+                settings["m1"], settings["m2"], 40)
+        null_step = last_trial if step == 0.0 else 0.0
+        # f(a + t d) = f(a) - hinge(a) + t d'Qa + t^2 d'Qd / 2 + hinge(a + t d)
+        value_a = objective(a)
+        margins, step_margins = labels * (Q @ a), labels * (Q @ d)
+        value_b = (0.5 * a @ Q @ a + step * (d @ Q @ a) + 0.5 * step * step * (d @ Q @ d)
+                   + costs @ np.maximum(0.0, 1.0 - (margins + step * step_margins)))
+        accepted = value_a - value_b > 0.0 and norm > settings["eta2"] * delta
+        if accepted:
+            a = a + step * d
+            delta = min(settings["radius_factor"] * delta, settings["delta_max"])
+            value = value_b
+            spread += step * norm
+        else:
+            delta = max(delta / settings["radius_factor"], settings["delta_min"])
+            value = value_a
+        plateau.append(value)
+        stalled = (patience > 0 and len(plateau) > patience
+                   and plateau[-1 - patience] - value <= settings["stall_tol"] * abs(value))
+        if stalled and restart_value - value > settings["stall_tol"] * abs(value):
+            stalled, restart, restart_value = False, True, value
+            plateau = []
+            null_step = 0.0
+            delta = settings["delta_reset"]
+        records.append((value, norm, delta, step, accepted, outcome, stalled))
+        if (norm < settings["epsilon"] and delta <= settings["delta_min"]) or stalled:
+            break
+    return a, d, records

@@ -99,8 +99,16 @@ class BaseKernelClassifier(BaseClassifier):
         self._gamma = resolve_gamma(self.gamma, X)
         self._degree = int(self.degree)
         self._coef0 = float(self.coef0)
-        self._kernel_dtype = resolve_kernel_dtype(self.kernel_dtype).name
+        dtype = self.kernel_dtype
+        if isinstance(dtype, str) and dtype == "auto":
+            dtype = self._automatic_kernel_dtype(X.shape[0])
+        self._kernel_dtype = resolve_kernel_dtype(dtype).name
         self._max_memory_mb = float(self.max_memory_mb)
+
+    def _automatic_kernel_dtype(self, n_samples):
+        """Storage type of the kernel blocks for ``kernel_dtype="auto"`` (estimators that
+        accept it override this)."""
+        return "float64"
 
     @fit_context
     @dask_fit

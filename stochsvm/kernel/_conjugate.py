@@ -60,6 +60,7 @@ __all__ = ["line_search", "line_minimizer", "first_step_length", "minimum_norm_w
 STEP_IN_L_AND_R, STEP_CAPPED, STEP_ZERO, STEP_BISECTION_LIMIT = 0, 1, 2, 3
 
 
+@numba.njit(cache=True)
 def minimum_norm_weight(uu, ug, gg):
     r"""Closed form of eq. (5): :math:`\arg\min_{\lambda\in[0,1]}\|\lambda u + (1-\lambda)g\|^2`.
 
@@ -73,7 +74,7 @@ def minimum_norm_weight(uu, ug, gg):
     -------
     float
         :math:`\lambda^* = \operatorname{clip}((gg - ug) / (uu - 2ug + gg), 0, 1)`; 0 when
-        :math:`u = g`.
+        :math:`u = g`. Compiled, so that the compiled SCS iterations call it too.
     """
     denominator = uu - 2.0 * ug + gg
     if not denominator > 0.0:

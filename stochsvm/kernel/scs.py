@@ -52,6 +52,57 @@ Iteration k (Alg. 1)
 The loop stops when :math:`\|d_k\| < \varepsilon` and :math:`\delta_k \le \delta_{min}`
 (``tol``, ``delta_min``), or after ``max_iter`` iterations with a ``ConvergenceWarning``.
 
+Adaptive sampling (``sampling="adaptive"``, the default)
+---------------------------------------------------------
+The paper grows :math:`S_k` "on an as-needed basis"; Alg. 1 as printed adds :math:`|s_k|`
+samples at every iteration, so that :math:`|S_k|` reaches :math:`m` (or ``max_samples``)
+after :math:`(m - |S_0|)/|s_k|` iterations whatever the problem. The default grows it only
+when an independent sample disagrees with it:
+
+* While :math:`S_k` is fixed, :math:`f_k` is one fixed function and iterations 6-8 and 14-16
+  run on it (:math:`s_k = \emptyset`), compiled, in chunks
+  (:func:`sample_iterations`): the ratio test of Lemma 3.9 uses :math:`f_k` as its own
+  estimate, and the stopping and stall rules apply to :math:`f_k`.
+* Every ``n_iter_no_change`` iterations (50 when ``None``), and when the stopping or the
+  stall rule holds on :math:`f_k`, the validation sample :math:`T_k` (steps 12-13: the next
+  :math:`\max(|s_k|, |S_k|)` points of the random permutation, so independent of
+  :math:`S_k` and disjoint from it) estimates :math:`F` at the incumbent. :math:`S_k` is
+  grown by :math:`T_k` itself (steps 9-11; its kernel rows against :math:`S_k` are already
+  computed, only the block of :math:`T_k` against itself is new) when
+
+  .. math::
+
+      \frac{\hat f_k(\hat a) - f_k(\hat a)}{\hat f_k(\hat a)} > \epsilon_{S}
+      \quad\text{and}\quad \frac{e_k + 3}{|T_k|} > \epsilon_e,
+
+  with :math:`\epsilon_S` = ``sampling_tol``, :math:`\epsilon_e` = ``error_tol`` and
+  :math:`e_k` the points of :math:`T_k` that the incumbent misclassifies. The first
+  condition is the sample-average optimality-gap estimate: :math:`\mathbb E f_k(\hat
+  a_k^*) \le F^*` and :math:`\hat f_k` is unbiased for :math:`F`, so a large excess of
+  :math:`\hat f_k` over :math:`f_k` at the incumbent says that :math:`S_k` is too small to
+  represent :math:`F`. The second is about a 95% upper bound on the misclassification rate
+  of the incumbent (the "rule of three" when :math:`e_k = 0`): below :math:`\epsilon_e`,
+  no further sample can raise the accuracy by more than about :math:`\epsilon_e`. At large
+  ``C`` the objective gap stays large on samples that already classify as well as the whole
+  set (a few hinge terms carry :math:`F`), and the second test is what stops the growth
+  there.
+* After a growth the costs become :math:`C s_i m/|S_{k+1}|`, the direction restarts from
+  :math:`-g` at the incumbent and the radius from ``delta_init``. The fit stops when the
+  stopping or the stall rule holds and :math:`T_k` does not call for a growth (or
+  :math:`S_k` holds every sample, or ``max_samples`` of them).
+* :math:`Qv` for the hinge part :math:`v` of each subgradient is updated over the entries
+  of :math:`v` that changed since the last subgradient (:func:`hinge_part`), in
+  :math:`O(\text{changes}\cdot|S_k|)` per iteration instead of
+  :math:`O(|\{v\ne0\}|\cdot|S_k|)`.
+* ``history_`` gets one record per iteration, handed over after each chunk (``seconds``
+  is the time at the end of the chunk); a ``callback`` runs the iterations one at a time
+  (same iterates). The record of an iteration followed by a test on :math:`T_k` carries
+  ``validation_gap``.
+
+``sampling="every_iteration"`` is Alg. 1 as printed: ``samples_per_iter`` samples at every
+iteration and the ratio test on a fresh :math:`T_k` of ``validation_size`` points at every
+iteration (Python loop; the choices below describe it).
+
 Implementation choices (each one stated where the paper leaves room)
 --------------------------------------------------------------------
 * **Metric.** :math:`f_k(a) = g_k(\beta)` with :math:`\beta = \sum_j a_j\phi(z_j)` (eq. (8)).
@@ -101,9 +152,11 @@ Implementation choices (each one stated where the paper leaves room)
   others cost one kernel row against :math:`S_k` each. (A fixed validation pool would be
   cheaper but biased: near the optimum of :math:`f_k` it rejects the same directions again and
   again, and the radius collapses.)
-* **Memory.** :math:`Q^k` is preallocated at ``min(max_samples, m)`` squared, in
+* **Memory.** :math:`Q^k` is reserved at ``min(max_samples, m)`` squared, in
   ``kernel_dtype``; when that exceeds ``max_memory_mb`` the fit fails at once with a
-  ``MemoryError`` naming the budget. With more than two classes each one-vs-rest problem grows
+  ``MemoryError`` naming the budget. (With adaptive sampling the reservation is one flat
+  buffer viewed as a matrix of width about :math:`2|S_k|`, widened in place as
+  :math:`S_k` grows, so only the pages of the numbers in use are ever touched.) With more than two classes each one-vs-rest problem grows
   its own sample and matrix, one problem at a time. Once :math:`|S_k|` = ``max_samples`` the
   sample stops growing and the method continues on that sample (the history records
   ``samples``; the ``ConvergenceWarning`` at ``max_iter`` says when the bound was hit).
@@ -128,9 +181,11 @@ Implementation choices (each one stated where the paper leaves room)
 
 from __future__ import annotations
 
+import math
 import warnings
 from numbers import Integral, Real
 
+import numba
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -149,6 +204,9 @@ from ._conjugate import STEP_ZERO, first_step_length, line_search, minimum_norm_
 __all__ = ["SCSKernelSVC"]
 
 _MAX_HALVINGS = 40
+
+# kernel_dtype="auto" stores Q^k in float64 up to this capacity, in float32 above
+_FLOAT64_CAPACITY = 10000
 
 
 class SCSKernelSVC(BaseKernelClassifier):
@@ -172,10 +230,15 @@ class SCSKernelSVC(BaseKernelClassifier):
     initial_samples : int, default=100
         :math:`|S_0|` (capped by the number of training samples).
     samples_per_iter : int, default=50
-        :math:`|s_k|`, samples added per iteration (adaptive sampling, steps 9-10).
-    max_samples : int, default=10000
-        Bound on :math:`|S_k|`; :math:`Q^k` is preallocated at this size (or the number of
-        training samples when smaller). Must be ``>= initial_samples``.
+        :math:`|s_k|`: with ``sampling="every_iteration"`` the samples added at every
+        iteration (steps 9-10); with ``sampling="adaptive"`` the least number of samples a
+        growth adds (a growth adds :math:`\max(|s_k|, |S_k|)`).
+    max_samples : int or None, default=None
+        Bound on :math:`|S_k|` (capped by the number of training samples), must be
+        ``>= initial_samples``. ``None``: the largest sample whose :math:`Q^k` fits
+        ``max_memory_mb`` in the storage type of ``kernel_dtype`` (32768 in float32 and
+        23170 in float64 at the default 4096 MiB). The budget is checked for this size at
+        once; with adaptive sampling the memory is only touched as :math:`S_k` grows.
     tol : float, default=1e-3
         :math:`\varepsilon`: stop when :math:`\|d_k\| < \varepsilon r_0` and
         :math:`\delta_k \le \delta_{min}`, with :math:`r_0` the length of the exact
@@ -200,15 +263,17 @@ class SCSKernelSVC(BaseKernelClassifier):
     shortest_step_divisor : int, default=8
         :math:`n > 1` of Alg. 2: steps shorter than :math:`\delta/n` end the search with 0.
     validation_size : int, default=200
-        Bound on :math:`|T_k|` (the paper: :math:`|T_k| = |S_k|`). Each point of
+        With ``sampling="every_iteration"``: bound on :math:`|T_k|` (the paper:
+        :math:`|T_k| = |S_k|`). Each point of
         :math:`T_k` outside :math:`S_k` costs a kernel row against :math:`S_k`; on breast
         cancer and digits 200 and 1000 reach the same objective (within 5e-4 relative) in 300
         iterations.
     metric : {"rkhs", "euclidean"}, default="rkhs"
         Norm of subgradients and directions (see the module docstring).
     n_iter_no_change : int or None, default=50
-        Window :math:`W` of the stall rule: once :math:`S_k` has stopped growing (it holds
-        every sample or ``max_samples``), the fit stops when
+        Window :math:`W` of the stall rule: while :math:`S_k` does not grow (with
+        ``sampling="every_iteration"``: once it holds every sample or ``max_samples``), the
+        fit stops (or, with adaptive sampling, tests :math:`T_k`) when
         :math:`f_{k-W}(\hat a_{k-W}) - f_k(\hat a_k) \le \epsilon_s\,|f_k(\hat a_k)|`
         with :math:`\epsilon_s` = ``stall_tol`` (the sampled objective, one fixed function
         over the window, decreased by less than that fraction in :math:`W` iterations).
@@ -217,12 +282,27 @@ class SCSKernelSVC(BaseKernelClassifier):
         :math:`\epsilon_s`, the relative decrease of the stall rule. Lower it, or set
         ``n_iter_no_change=None``, to get closer to the optimum (see
         ``benchmarks/BENCHMARKS.md`` for the accuracy at the stop).
-    kernel_dtype : {"float64", "float32"}, default="float64"
-        Storage type of :math:`Q^k` (float32 halves the memory).
+    sampling : {"adaptive", "every_iteration"}, default="adaptive"
+        How :math:`S_k` grows: only when the validation sample :math:`T_k` disagrees with it
+        (compiled iterations on a fixed sample between the tests), or by
+        ``samples_per_iter`` at every iteration as printed in Alg. 1 (see the module
+        docstring).
+    sampling_tol : float, default=1e-2
+        :math:`\epsilon_S`: with ``sampling="adaptive"``, :math:`S_k` grows only while the
+        estimate of :math:`F` at the incumbent by :math:`T_k` exceeds the one by
+        :math:`S_k` by more than this fraction. 0 grows whenever they differ.
+    error_tol : float, default=5e-3
+        With ``sampling="adaptive"``: :math:`S_k` stops growing once the incumbent
+        misclassifies at most this fraction of :math:`T_k` (by the upper bound
+        :math:`(e + 3)/|T_k|` with :math:`e` errors); more samples could then not raise its
+        accuracy by more than about this fraction. 0 leaves the growth to ``sampling_tol``.
+    kernel_dtype : {"auto", "float64", "float32"}, default="auto"
+        Storage type of :math:`Q^k` (float32 halves the memory; products are accumulated in
+        float64 either way). ``"auto"``: float64 up to a capacity
+        (``min(max_samples, n_samples)``) of 10000 samples, float32 above.
     max_memory_mb : float, default=4096
         Budget for :math:`Q^k` and the validation columns, in mebibytes. The default holds
-        ``max_samples=20000`` in float64 (3052 MiB); ``kernel_dtype="float32"`` doubles the
-        reach of any budget.
+        ``max_samples=20000`` in float64 (3052 MiB) or 29000 in float32 (3208 MiB).
     n_jobs : int or None, default=None
         Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
         core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
@@ -249,7 +329,8 @@ class SCSKernelSVC(BaseKernelClassifier):
     history_ : list of dict
         One record per iteration: ``iteration``, ``samples`` (:math:`|S_k|`), ``objective``
         (:math:`f_k(\hat a_k)`), ``direction_norm`` (:math:`\|d_k\|`), ``delta``
-        (:math:`\delta_k`), ``step`` (:math:`t_k`), ``accepted``, ``seconds``, ``problem``.
+        (:math:`\delta_k`), ``step`` (:math:`t_k`), ``accepted``, ``seconds``, ``problem``,
+        and ``validation_gap`` after a test of :math:`T_k` (adaptive sampling).
     n_features_in_ : int
 
     Examples
@@ -267,7 +348,7 @@ class SCSKernelSVC(BaseKernelClassifier):
     _parameter_constraints = {
         "initial_samples": [Interval(Integral, 1, None, closed="left")],
         "samples_per_iter": [Interval(Integral, 1, None, closed="left")],
-        "max_samples": [Interval(Integral, 1, None, closed="left")],
+        "max_samples": [Interval(Integral, 1, None, closed="left"), None],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "delta_init": [Interval(Real, 0, None, closed="neither")],
@@ -283,15 +364,20 @@ class SCSKernelSVC(BaseKernelClassifier):
         "metric": [StrOptions({"rkhs", "euclidean"})],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), None],
         "stall_tol": [Interval(Real, 0, None, closed="left")],
+        "sampling": [StrOptions({"adaptive", "every_iteration"})],
+        "sampling_tol": [Interval(Real, 0, None, closed="left")],
+        "error_tol": [Interval(Real, 0, 1, closed="both")],
+        "kernel_dtype": [StrOptions({"float64", "float32", "auto"}), type],
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                 initial_samples=100, samples_per_iter=50, max_samples=10000, tol=1e-3,
+                 initial_samples=100, samples_per_iter=50, max_samples=None, tol=1e-3,
                  max_iter=1000, delta_init=1e-2, delta_min=1e-7, delta_max=10.0, eta1=0.1,
                  eta2=1e-3, radius_factor=2.0, sufficient_decrease=0.4, curvature=0.3,
                  shortest_step_divisor=8, validation_size=200, metric="rkhs",
-                 n_iter_no_change=50, stall_tol=1e-3, kernel_dtype="float64",
-                 max_memory_mb=4096, n_jobs=None, random_state=None, verbose=0,
+                 n_iter_no_change=50, stall_tol=1e-3, sampling="adaptive", sampling_tol=1e-2,
+                 error_tol=5e-3, kernel_dtype="auto", max_memory_mb=4096,
+                 n_jobs=None, random_state=None, verbose=0,
                  callback=None):
         self.C = C
         self.kernel = kernel
@@ -316,6 +402,9 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.metric = metric
         self.n_iter_no_change = n_iter_no_change
         self.stall_tol = stall_tol
+        self.sampling = sampling
+        self.sampling_tol = sampling_tol
+        self.error_tol = error_tol
         self.kernel_dtype = kernel_dtype
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
@@ -324,9 +413,19 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.callback = callback
 
     # ----------------------------------------------------------------------------------
+    def _automatic_kernel_dtype(self, n_samples):
+        capacity = (n_samples if self.max_samples is None
+                    else min(n_samples, self.max_samples))
+        return "float32" if capacity > _FLOAT64_CAPACITY else "float64"
+
     def _resolve_parameters(self, n_samples):
         initial = check_positive_int(self.initial_samples, "initial_samples")
-        maximum = check_positive_int(self.max_samples, "max_samples")
+        if self.max_samples is None:
+            # the largest Q^k that max_memory_mb holds in the kernel's storage type
+            itemsize = np.dtype(self._kernel_dtype).itemsize
+            maximum = max(initial, math.isqrt(int(self._max_memory_mb * 2**20 // itemsize)))
+        else:
+            maximum = check_positive_int(self.max_samples, "max_samples")
         if maximum < initial:
             raise ValueError(
                 f"max_samples={self.max_samples!r} is smaller than initial_samples="
@@ -370,6 +469,11 @@ class SCSKernelSVC(BaseKernelClassifier):
         self._stall_tol = float(self.stall_tol)
         if not self._stall_tol >= 0.0:
             raise ValueError(f"stall_tol={self.stall_tol!r} must be >= 0.")
+        self._sampling = check_choice(self.sampling, "sampling", ("adaptive", "every_iteration"))
+        self._sampling_tol = float(self.sampling_tol)
+        if not self._sampling_tol >= 0.0:
+            raise ValueError(f"sampling_tol={self.sampling_tol!r} must be >= 0.")
+        self._error_tol = check_fraction(self.error_tol, "error_tol")
         check_gram_budget(
             self._capacity, self._capacity, self._kernel_dtype, self._max_memory_mb,
             f"SCSKernelSVC's kernel matrix Q^k for max_samples={self._capacity}",
@@ -377,6 +481,187 @@ class SCSKernelSVC(BaseKernelClassifier):
 
     # ----------------------------------------------------------------------------------
     def _fit_binary(self, X, signs, weights, rng, index):
+        if self._sampling == "adaptive":
+            return self._fit_binary_adaptive(X, signs, weights, rng, index)
+        return self._fit_binary_every_iteration(X, signs, weights, rng, index)
+
+    # ----------------------------------------------------------------------------------
+    def _fit_binary_adaptive(self, X, signs, weights, rng, index):
+        """One binary problem with adaptive sampling: compiled iterations on a fixed
+        :math:`S_k`, the validation test of :math:`T_k` between them (module docstring)."""
+        n = X.shape[0]
+        capacity = self._capacity
+        C = self._C
+        euclidean = self._metric == "euclidean"
+        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                  label=f"SCSKernelSVC[{index}] ")
+        order = rng.permutation(n)  # S_k = order[:size], T_k = the next points of order
+        size = self._initial_samples
+        # Q^k in the leading size x size block of a width x width matrix, rows of T_k below
+        # it, in one buffer of capacity^2 numbers whose pages are only touched as S_k grows;
+        # the width follows |S_k| (rows as wide as the capacity would touch whole pages, or
+        # huge pages, for every short row)
+        buffer = np.empty(capacity * capacity, dtype=self._kernel_dtype)
+        gram = buffer[:size * size].reshape(size, size)
+        labels = np.ascontiguousarray(signs[order[:capacity]], dtype=np.float64)
+        sample_weights = np.ascontiguousarray(weights[order[:capacity]], dtype=np.float64)
+        self._kernel_values(X[order[:size]], X[order[:size]], out=gram[:size, :size])
+        costs = C * sample_weights * (n / size)
+        a, q_a, d, q_d, hinge, q_hinge = np.zeros((6, capacity))
+        work = np.zeros((N_WORK, capacity))
+        # Alg. 1 step 4: d_0 = -g_0 at a = 0, and the unit of the radii (first step length)
+        g, q_g = work[2], work[3]
+        subgradient_at(gram, size, labels, costs, a, q_a, hinge, q_hinge, True, euclidean,
+                       g, q_g)
+        d[:size], q_d[:size] = -g[:size], -q_g[:size]
+        squared = float(g[:size] @ (g[:size] if euclidean else q_g[:size]))
+        norm = np.sqrt(max(squared, 0.0))
+        scale = first_step_length(labels[:size] * q_a[:size], labels[:size] * q_d[:size],
+                                  costs[:size], float(d[:size] @ q_a[:size]),
+                                  float(d[:size] @ q_d[:size]), norm)
+        settings = np.zeros(N_SETTINGS)
+        settings[[SUFFICIENT_DECREASE, CURVATURE, DIVISOR, ETA2, RADIUS_FACTOR]] = (
+            self._m1, self._m2, self._divisor, self._eta2, self._radius_factor)
+        settings[[EPSILON, DELTA_MIN, DELTA_MAX, DELTA_RESET]] = (
+            np.array([self._tol, self._delta_min, self._delta_max, self._delta_init]) * scale)
+        settings[STALL_TOL] = self._stall_tol
+        settings[PATIENCE] = self._patience or 0
+        settings[EUCLIDEAN] = 1.0 if euclidean else 0.0
+        state = np.zeros(N_STATE)
+        state[DELTA] = self._delta_init * scale
+        state[NORM] = norm
+        state[RESTART_VALUE] = np.inf
+        state[FRESH] = 1.0
+        records = np.zeros((self._max_iter, N_RECORDS))
+        check_every = self._patience or 50
+        next_check = check_every
+        tested = 0  # |T_k| whose kernel rows against S_k sit below Q^k in `gram`
+        iteration = 0
+        stop = converged = stalled = False
+        while iteration < self._max_iter and not stop:
+            if self.callback is not None:
+                chunk_end = iteration + 1
+            elif size < capacity:
+                chunk_end = min(self._max_iter, next_check)
+            else:
+                chunk_end = self._max_iter
+            done, event = sample_iterations(gram, size, labels, costs, a, q_a, d, q_d, hinge,
+                                            q_hinge, work, settings, state, records,
+                                            iteration, chunk_end)
+            finished = event != EVENT_BUDGET  # the stopping rule or the stall rule held
+            test = None
+            chunk_size = size  # |S_k| during these iterations
+            if size < capacity and (finished or done >= next_check):
+                # steps 9-13: T_k, the next points of the permutation (independent of S_k),
+                # estimates F at the incumbent; S_k grows when it disagrees with f_k
+                next_check = done + check_every
+                count = min(max(self._samples_per_iter, size), capacity - size)
+                if gram.shape[0] < size + count:
+                    gram = widen(buffer, gram.shape[0], size, size + count)
+                if tested != count:
+                    self._kernel_values(X[order[size:size + count]], X[order[:size]],
+                                        out=gram[size:size + count, :size])
+                    tested = count
+                test, error_bound = self._validation_test(
+                    gram, size, count, order, signs, weights, labels, sample_weights, a, q_a, n)
+                if test > self._sampling_tol and error_bound > self._error_tol:
+                    self._grow(X, order, gram, size, count, a, q_a, d, q_d)
+                    size += count
+                    tested = 0
+                    costs = C * sample_weights * (n / size)
+                    state[[FRESH, RESTART, NULL_STEP, SPREAD]] = (1.0, 1.0, 0.0, 0.0)
+                    state[DELTA] = self._delta_init * scale
+                    state[RESTART_VALUE] = np.inf
+                    state[PLATEAU_START] = done
+                    records[done - 1, RECORD_STALLED] = 0.0
+                    finished = False
+            rows = records[iteration:done].copy()
+            rows[:, RECORD_DELTA] /= scale
+            seconds = monitor.elapsed()
+            entries = [{"iteration": number, "samples": chunk_size, "objective": objective,
+                        "direction_norm": length, "delta": radius, "step": step,
+                        "accepted": accepted > 0.0, "line_search": int(outcome),
+                        "stalled": stalled_flag > 0.0, "seconds": seconds}
+                       for number, (objective, length, radius, step, accepted, outcome,
+                                    stalled_flag) in enumerate(rows.tolist(), iteration + 1)]
+            if test is not None and entries:
+                entries[-1]["validation_gap"] = float(test)
+            for record in entries:
+                model = None
+                if self.callback is not None:
+                    model = {"coefficients": a[:size].copy(), "indices": order[:size].copy()}
+                stop = monitor.record(record, model) or stop
+            iteration = done
+            if finished:
+                converged = event == EVENT_CONVERGED
+                stalled = event == EVENT_STALLED
+                break
+        accepted_steps = int(state[ACCEPTED_STEPS])
+        limited = (" The sample reached max_samples="
+                   f"{self.max_samples}." if size == capacity and capacity < n else "")
+        value = records[max(iteration - 1, 0), RECORD_OBJECTIVE]
+        if accepted_steps == 0 and monitor.stopped_by is None:
+            warnings.warn(
+                f"SCSKernelSVC accepted no step in {iteration} iterations: the model of "
+                f"problem {index} is zero (|S_k|={size}).{limited} Raise max_iter, lower "
+                f"delta_init, or check the data and C={self.C!r}.", ConvergenceWarning)
+        elif not converged and not stalled and monitor.stopped_by is None:
+            warnings.warn(
+                f"SCSKernelSVC stopped at max_iter={self._max_iter} before the stopping rule "
+                f"held: ||d_k|| = {state[NORM] / scale:.3g} (tol={self._tol:g}) and delta_k "
+                f"= {state[DELTA] / scale:.3g} (delta_min={self._delta_min:g}), in units of "
+                f"the first step length; f_k = {value:.6g}, |S_k|={size}.{limited} Large C "
+                "needs more iterations: raise max_iter (or tol).", ConvergenceWarning)
+        coefficients = np.zeros(n)
+        coefficients[order[:size]] = a[:size]
+        return coefficients, monitor.history, iteration, {"sample_size": size}
+
+    def _validation_test(self, gram, size, count, order, signs, weights, labels,
+                         sample_weights, a, q_a, n):
+        r"""The two statistics of the sampling test on :math:`T_k` (module docstring).
+
+        :math:`T_k` is the ``count`` points after :math:`S_k` in ``order``, with kernel rows
+        against :math:`S_k` in ``gram[size:size + count, :size]``.
+
+        Returns
+        -------
+        gap : float
+            :math:`(\hat f_k(\hat a) - f_k(\hat a)) / \hat f_k(\hat a)`, the relative
+            excess of the estimate of :math:`F` at the incumbent by :math:`T_k` over its
+            estimate by :math:`S_k`.
+        error_bound : float
+            :math:`(e + 3) / |T_k|` with :math:`e` the points of :math:`T_k` that the
+            incumbent misclassifies: about a 95% upper bound on its misclassification rate
+            (exactly so, "the rule of three", when :math:`e = 0`).
+        """
+        points = order[size:size + count]
+        scores = matvec(gram[size:size + count, :size], a[:size])
+        quadratic = 0.5 * float(a[:size] @ q_a[:size])
+        margins = signs[points] * scores
+        validation = weights[points] @ np.maximum(0.0, 1.0 - margins) / count
+        sample = sample_weights[:size] @ np.maximum(0.0, 1.0 - labels[:size] * q_a[:size]) / size
+        estimate = quadratic + self._C * n * float(validation)
+        model = quadratic + self._C * n * float(sample)
+        gap = (estimate - model) / estimate if estimate > 0.0 else 0.0
+        errors = float(np.count_nonzero(margins <= 0.0))
+        return gap, (errors + 3.0) / count
+
+    def _grow(self, X, order, gram, size, count, a, q_a, d, q_d):
+        """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
+        :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
+        against itself is computed, and the zero-padded products are extended."""
+        new_size = size + count
+        rows = gram[size:new_size, :size]
+        self._kernel_values(X[order[size:new_size]], X[order[size:new_size]],
+                            out=gram[size:new_size, size:new_size])
+        mirror_rows(gram, size, new_size)
+        q_a[size:new_size] = matvec(rows, a[:size])
+        q_d[size:new_size] = matvec(rows, d[:size])
+
+    # ----------------------------------------------------------------------------------
+    def _fit_binary_every_iteration(self, X, signs, weights, rng, index):
+        """One binary problem with the schedule printed in Alg. 1: ``samples_per_iter`` new
+        samples every iteration and the ratio test on :math:`T_k` at every iteration."""
         n = X.shape[0]
         capacity = self._capacity
         C = self._C
@@ -666,6 +951,41 @@ class _ValidationRows:
         return block
 
 
+def widen(buffer, width, size, new_width):
+    """View of ``buffer`` as a ``new_width x new_width`` matrix whose leading ``size x size``
+    block is that of the ``width x width`` view before (see :func:`move_rows`)."""
+    move_rows(buffer, width, size, new_width)
+    return buffer[:new_width * new_width].reshape(new_width, new_width)
+
+
+@numba.njit(cache=True)
+def move_rows(buffer, width, size, new_width):
+    """Move the first ``size`` entries of rows ``1, ..., size - 1`` of the flat
+    ``width``-wide matrix in ``buffer`` to a ``new_width >= width`` layout, in place. Rows
+    go last first and entries from the right: row ``i`` moves from offset ``i width`` to
+    ``i new_width``, beyond its own source and beyond the rows before it, so nothing is
+    overwritten before it is read."""
+    for row in range(size - 1, 0, -1):
+        source = row * width
+        target = row * new_width
+        for column in range(size - 1, -1, -1):
+            buffer[target + column] = buffer[source + column]
+
+
+@numba.njit(cache=True)
+def mirror_rows(gram, size, new_size):
+    """``gram[:size, size:new_size] = gram[size:new_size, :size].T`` in square tiles (the
+    columns of the new samples from their rows, by the symmetry of :math:`Q^k`)."""
+    tile = 64
+    for row_start in range(size, new_size, tile):
+        row_stop = min(new_size, row_start + tile)
+        for column_start in range(0, size, tile):
+            column_stop = min(size, column_start + tile)
+            for i in range(column_start, column_stop):
+                for j in range(row_start, row_stop):
+                    gram[i, j] = gram[j, i]
+
+
 def append_samples(kernel, X, order, gram, size, new_size):
     """Extend :math:`Q^k` (the leading ``size x size`` block of ``gram``) to ``new_size`` by
     appending the rows and columns of the samples ``order[size:new_size]`` (steps 9-11 of
@@ -680,3 +1000,299 @@ def append_samples(kernel, X, order, gram, size, new_size):
 def _hinge(costs, margins):
     """``sum_i costs_i max(0, 1 - margins_i)``."""
     return float(costs @ np.maximum(0.0, 1.0 - margins))
+
+
+# ======================================================================================
+# the compiled iterations of Alg. 1 on a fixed sample S_k (adaptive sampling)
+# ======================================================================================
+# positions in the settings vector of sample_iterations
+(SUFFICIENT_DECREASE, CURVATURE, DIVISOR, ETA2, RADIUS_FACTOR, EPSILON, DELTA_MIN, DELTA_MAX,
+ DELTA_RESET, STALL_TOL, PATIENCE, EUCLIDEAN) = range(12)
+N_SETTINGS = 12
+# positions in the state vector (carried from one chunk of iterations to the next)
+(DELTA, NORM, NULL_STEP, SPREAD, RESTART, RESTART_VALUE, PLATEAU_START, FRESH,
+ ACCEPTED_STEPS) = range(9)
+N_STATE = 9
+# columns of the records (one row per iteration)
+(RECORD_OBJECTIVE, RECORD_DIRECTION_NORM, RECORD_DELTA, RECORD_STEP, RECORD_ACCEPTED,
+ RECORD_LINE_SEARCH, RECORD_STALLED) = range(7)
+N_RECORDS = 7
+# why sample_iterations returned
+EVENT_BUDGET, EVENT_CONVERGED, EVENT_STALLED = 0, 1, 2
+# rows of the work array of sample_iterations
+N_WORK = 6
+
+
+@numba.njit(cache=True)
+def hinge_part(gram, size, labels, costs, q_point, hinge, q_hinge, fresh):
+    r"""Hinge part :math:`v` of the subgradient at a point and its product :math:`Qv`.
+
+    :math:`v_i = c_i y_i` where the margin :math:`y_i (Qp)_i < 1`, else 0 (eq. (8): the
+    subgradient of :math:`f_k` at :math:`\beta = \sum_j p_j\phi(z_j)` has coefficients
+    :math:`p - v`). ``hinge`` and ``q_hinge`` hold :math:`v` and :math:`Qv` of the previous
+    call and are updated in place over the entries whose activity changed,
+    :math:`Qv' = Qv + \sum_{j: v'_j\ne v_j} (v'_j - v_j) Q_{j\cdot}` (:math:`Q` symmetric),
+    in :math:`O(|\text{changes}|\,|S_k|)` instead of :math:`O(|\{v \ne 0\}|\,|S_k|)`; with
+    ``fresh`` (or more than half the entries changed) :math:`Qv` is recomputed from the rows of
+    the nonzero entries. Rows of ``gram`` may be float32; sums are float64.
+    """
+    changed = 0
+    if not fresh:
+        for i in range(size):
+            target = costs[i] * labels[i] if labels[i] * q_point[i] < 1.0 else 0.0
+            if target != hinge[i]:
+                changed += 1
+        fresh = 2 * changed > size
+    if fresh:
+        for i in range(size):
+            hinge[i] = costs[i] * labels[i] if labels[i] * q_point[i] < 1.0 else 0.0
+            q_hinge[i] = 0.0
+        for j in range(size):
+            weight = hinge[j]
+            if weight != 0.0:
+                row = gram[j]
+                for i in range(size):
+                    q_hinge[i] += weight * row[i]
+        return
+    if changed == 0:
+        return
+    for j in range(size):
+        target = costs[j] * labels[j] if labels[j] * q_point[j] < 1.0 else 0.0
+        if target != hinge[j]:
+            difference = target - hinge[j]
+            hinge[j] = target
+            row = gram[j]
+            for i in range(size):
+                q_hinge[i] += difference * row[i]
+
+
+@numba.njit(cache=True)
+def subgradient_at(gram, size, labels, costs, point, q_point, hinge, q_hinge, fresh,
+                   euclidean, g, q_g):
+    r"""A subgradient :math:`g` of :math:`f_k` at ``point`` and :math:`Qg`, in place.
+
+    RKHS metric: :math:`g = p - v` (coefficients of the subgradient at :math:`\beta`, eq. (8));
+    Euclidean metric: :math:`g = Q(p - v)`, the gradient in the coefficients.
+    """
+    hinge_part(gram, size, labels, costs, q_point, hinge, q_hinge, fresh)
+    for i in range(size):
+        g[i] = point[i] - hinge[i]
+        q_g[i] = q_point[i] - q_hinge[i]
+    if euclidean:
+        for i in range(size):
+            g[i] = q_g[i]
+        for i in range(size):
+            total = 0.0
+            row = gram[i]
+            for j in range(size):
+                total += row[j] * g[j]
+            q_g[i] = total
+
+
+@numba.njit(cache=True, inline="always")
+def _inner(x, q_x, z, q_z, size, euclidean):
+    """:math:`\\langle x, z\\rangle` in the metric: :math:`x^\\top z` or :math:`x^\\top Qz`."""
+    total = 0.0
+    if euclidean:
+        for i in range(size):
+            total += x[i] * z[i]
+    else:
+        for i in range(size):
+            total += x[i] * q_z[i]
+    return total
+
+
+@numba.njit(cache=True)
+def sample_iterations(gram, size, labels, costs, a, q_a, d, q_d, hinge, q_hinge, work,
+                      settings, state, records, first, last):
+    r"""Iterations ``first, ..., last - 1`` of Alg. 1 on the fixed sample :math:`S_k`.
+
+    Every iteration is steps 6-8 and 14-16 of Alg. 1 with :math:`s_k = \emptyset`:
+    :math:`g_k \in \partial f_k(\hat a)` (at Wolfe's null step when the last line search
+    returned 0), :math:`d_k = -Nr\{-d_{k-1}, g_k\}` (eq. (5), Wolfe's reset when
+    :math:`\|d_k\| < \varepsilon` aggregates far subgradients), Alg. 2 with
+    :math:`t\|d_k\|\in[\delta/n, \delta]`, and the ratio test of Lemma 3.9 on :math:`f_k`
+    itself (its own best estimate while :math:`S_k` is fixed): the step is accepted when
+    :math:`f_k(\hat a) - f_k(\hat a + t d) > 0` and :math:`\|d_k\| > \eta_2\delta`, the radius
+    grows by :math:`\gamma` (at most :math:`\delta_{max}`), otherwise it shrinks by
+    :math:`\gamma` (at least :math:`\delta_{min}`). The stall rule of the estimator restarts
+    from :math:`-g` once, then stops.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (capacity, capacity)
+        :math:`Q^k` in its leading ``size x size`` block (float64 or float32).
+    size : int
+        :math:`|S_k|`.
+    labels, costs : ndarray
+        :math:`y_i` and the hinge weights :math:`c_i` over :math:`S_k` (first ``size``).
+    a, q_a, d, q_d : ndarray of shape (capacity,)
+        Incumbent, direction and their products with :math:`Q^k`; updated in place.
+    hinge, q_hinge : ndarray of shape (capacity,)
+        :math:`v` and :math:`Qv` of the last subgradient (see :func:`hinge_part`).
+    work : ndarray of shape (N_WORK, capacity)
+        Scratch rows.
+    settings : ndarray of shape (N_SETTINGS,)
+        :math:`m_1, m_2, n, \eta_2, \gamma, \varepsilon, \delta_{min}, \delta_{max}`, the radius
+        of a restart, ``stall_tol``, the stall window (0: none), 1.0 for the Euclidean metric.
+    state : ndarray of shape (N_STATE,)
+        Radius, :math:`\|d\|`, null step, spread, restart flag, value at the last restart,
+        first iteration of the stall window, "recompute :math:`Qv`" flag, accepted steps;
+        updated in place.
+    records : ndarray of shape (max_iter, N_RECORDS)
+        Row ``k`` gets iteration ``k + 1``: :math:`f_k(\hat a_k)`, :math:`\|d_k\|`,
+        :math:`\delta_k`, :math:`t_k`, accepted, line-search outcome, stalled.
+    first, last : int
+        Iteration rows to run.
+
+    Returns
+    -------
+    next_iteration : int
+        The row after the last one written.
+    event : int
+        ``EVENT_BUDGET`` (``last`` reached), ``EVENT_CONVERGED`` (:math:`\|d_k\| <
+        \varepsilon` and :math:`\delta_k \le \delta_{min}`) or ``EVENT_STALLED``.
+    """
+    m1 = settings[SUFFICIENT_DECREASE]
+    m2 = settings[CURVATURE]
+    divisor = settings[DIVISOR]
+    eta2 = settings[ETA2]
+    radius_factor = settings[RADIUS_FACTOR]
+    epsilon = settings[EPSILON]
+    delta_min = settings[DELTA_MIN]
+    delta_max = settings[DELTA_MAX]
+    delta_reset = settings[DELTA_RESET]
+    stall_tol = settings[STALL_TOL]
+    patience = int(settings[PATIENCE])
+    euclidean = settings[EUCLIDEAN] > 0.0
+    delta = state[DELTA]
+    norm = state[NORM]
+    null_step = state[NULL_STEP]
+    spread = state[SPREAD]
+    restart = state[RESTART] > 0.0
+    restart_value = state[RESTART_VALUE]
+    plateau_start = int(state[PLATEAU_START])
+    fresh = state[FRESH] > 0.0
+    accepted_steps = state[ACCEPTED_STEPS]
+    point = work[0]
+    q_point = work[1]
+    g = work[2]
+    q_g = work[3]
+    margins = work[4]
+    step_margins = work[5]
+    event = EVENT_BUDGET
+    iteration = first
+    while iteration < last:
+        # step 6: g_k in the subdifferential of f_k at the incumbent (or at the null step)
+        if null_step > 0.0:
+            distance = null_step * norm
+            for i in range(size):
+                point[i] = a[i] + null_step * d[i]
+                q_point[i] = q_a[i] + null_step * q_d[i]
+            subgradient_at(gram, size, labels, costs, point, q_point, hinge, q_hinge, fresh,
+                           euclidean, g, q_g)
+        else:
+            distance = 0.0
+            subgradient_at(gram, size, labels, costs, a, q_a, hinge, q_hinge, fresh,
+                           euclidean, g, q_g)
+        fresh = False
+        # eq. (5): d_k = -Nr{-d_{k-1}, g_k}, with u = -d_{k-1}
+        weight = 0.0
+        if not restart:
+            uu = _inner(d, q_d, d, q_d, size, euclidean)
+            ug = -_inner(d, q_d, g, q_g, size, euclidean)
+            gg = _inner(g, q_g, g, q_g, size, euclidean)
+            weight = minimum_norm_weight(uu, ug, gg)
+        restart = False
+        for i in range(size):
+            d[i] = weight * d[i] - (1.0 - weight) * g[i]
+            q_d[i] = weight * q_d[i] - (1.0 - weight) * q_g[i]
+        spread = max(spread, distance) if weight > 0.0 else distance
+        norm = np.sqrt(max(_inner(d, q_d, d, q_d, size, euclidean), 0.0))
+        if norm < epsilon and spread > delta_min:
+            # Wolfe's reset: restart from a subgradient at the incumbent
+            if distance > 0.0:
+                subgradient_at(gram, size, labels, costs, a, q_a, hinge, q_hinge, False,
+                               euclidean, g, q_g)
+            for i in range(size):
+                d[i] = -g[i]
+                q_d[i] = -q_g[i]
+            norm = np.sqrt(max(_inner(g, q_g, g, q_g, size, euclidean), 0.0))
+            spread = 0.0
+        # step 7: Alg. 2 on f_k, t ||d|| in [delta / n, delta]
+        d_q_a = 0.0
+        d_q_d = 0.0
+        for i in range(size):
+            margins[i] = labels[i] * q_a[i]
+            step_margins[i] = labels[i] * q_d[i]
+            d_q_a += d[i] * q_a[i]
+            d_q_d += d[i] * q_d[i]
+        step, last_trial, outcome = 0.0, 0.0, STEP_ZERO
+        if norm > 0.0:
+            step, last_trial, outcome = line_search(
+                margins[:size], step_margins[:size], costs[:size], d_q_a, d_q_d, norm * norm,
+                delta / norm, delta / (divisor * norm), delta / norm, m1, m2, _MAX_HALVINGS)
+        null_step = last_trial if step == 0.0 else 0.0
+        # step 8 and f_k at both points: f(a + t d) - f(a) = t d'Qa + t^2 d'Qd / 2 + hinge
+        quadratic = 0.0
+        hinge_a = 0.0
+        hinge_b = 0.0
+        for i in range(size):
+            quadratic += a[i] * q_a[i]
+            if margins[i] < 1.0:
+                hinge_a += costs[i] * (1.0 - margins[i])
+            moved = margins[i] + step * step_margins[i]
+            if moved < 1.0:
+                hinge_b += costs[i] * (1.0 - moved)
+        model_a = 0.5 * quadratic + hinge_a
+        model_b = 0.5 * quadratic + step * d_q_a + 0.5 * step * step * d_q_d + hinge_b
+        # steps 14-16: the ratio test of Lemma 3.9 with f_k as its own estimate
+        accepted = model_a - model_b > 0.0 and norm > eta2 * delta
+        if accepted:
+            for i in range(size):
+                a[i] += step * d[i]
+                q_a[i] += step * q_d[i]
+            delta = min(radius_factor * delta, delta_max)
+            value = model_b
+            spread += step * norm  # d aggregates subgradients taken before the step
+            accepted_steps += 1.0
+        else:
+            delta = max(delta / radius_factor, delta_min)
+            value = model_a
+        records[iteration, RECORD_OBJECTIVE] = value
+        # stall rule: f_k at the incumbent over the last `patience` iterations on S_k
+        stalled = (patience > 0 and iteration - plateau_start >= patience
+                   and records[iteration - patience, RECORD_OBJECTIVE] - value
+                   <= stall_tol * abs(value))
+        if stalled and restart_value - value > stall_tol * abs(value):
+            # first stall, or progress since the last restart: restart from d = -g at the
+            # incumbent with the initial radius before giving up
+            stalled = False
+            restart = True
+            restart_value = value
+            plateau_start = iteration + 1
+            null_step = 0.0
+            delta = delta_reset
+        records[iteration, RECORD_DIRECTION_NORM] = norm
+        records[iteration, RECORD_DELTA] = delta
+        records[iteration, RECORD_STEP] = step
+        records[iteration, RECORD_ACCEPTED] = 1.0 if accepted else 0.0
+        records[iteration, RECORD_LINE_SEARCH] = outcome
+        records[iteration, RECORD_STALLED] = 1.0 if stalled else 0.0
+        iteration += 1
+        if norm < epsilon and delta <= delta_min:
+            event = EVENT_CONVERGED
+            break
+        if stalled:
+            event = EVENT_STALLED
+            break
+    state[DELTA] = delta
+    state[NORM] = norm
+    state[NULL_STEP] = null_step
+    state[SPREAD] = spread
+    state[RESTART] = 1.0 if restart else 0.0
+    state[RESTART_VALUE] = restart_value
+    state[PLATEAU_START] = plateau_start
+    state[FRESH] = 1.0 if fresh else 0.0
+    state[ACCEPTED_STEPS] = accepted_steps
+    return iteration, event
