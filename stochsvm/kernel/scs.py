@@ -596,10 +596,17 @@ class SCSKernelSVC(BaseKernelClassifier):
                 converged = event == EVENT_CONVERGED
                 stalled = event == EVENT_STALLED
                 break
-        accepted_steps = int(state[ACCEPTED_STEPS])
+        return self._fit_result(
+            index, n, order, a, size, capacity, iteration, int(state[ACCEPTED_STEPS]),
+            converged, stalled, monitor, state[NORM], state[DELTA], scale,
+            records[max(iteration - 1, 0), RECORD_OBJECTIVE])
+
+    def _fit_result(self, index, n, order, a, size, capacity, iteration, accepted_steps,
+                    converged, stalled, monitor, norm, delta, scale, value):
+        """Warn about a fit that took no step or stopped at ``max_iter``, and return
+        ``(coefficients over all n samples, history, iterations, extras)``."""
         limited = (" The sample reached max_samples="
                    f"{self.max_samples}." if size == capacity and capacity < n else "")
-        value = records[max(iteration - 1, 0), RECORD_OBJECTIVE]
         if accepted_steps == 0 and monitor.stopped_by is None:
             warnings.warn(
                 f"SCSKernelSVC accepted no step in {iteration} iterations: the model of "
@@ -608,10 +615,10 @@ class SCSKernelSVC(BaseKernelClassifier):
         elif not converged and not stalled and monitor.stopped_by is None:
             warnings.warn(
                 f"SCSKernelSVC stopped at max_iter={self._max_iter} before the stopping rule "
-                f"held: ||d_k|| = {state[NORM] / scale:.3g} (tol={self._tol:g}) and delta_k "
-                f"= {state[DELTA] / scale:.3g} (delta_min={self._delta_min:g}), in units of "
-                f"the first step length; f_k = {value:.6g}, |S_k|={size}.{limited} Large C "
-                "needs more iterations: raise max_iter (or tol).", ConvergenceWarning)
+                f"held: ||d_k|| = {norm / scale:.3g} (tol={self._tol:g}) and delta_k = "
+                f"{delta / scale:.3g} (delta_min={self._delta_min:g}), in units of the first "
+                f"step length; f_k = {value:.6g}, |S_k|={size}.{limited} Large C needs more "
+                "iterations: raise max_iter (or tol).", ConvergenceWarning)
         coefficients = np.zeros(n)
         coefficients[order[:size]] = a[:size]
         return coefficients, monitor.history, iteration, {"sample_size": size}
@@ -839,23 +846,8 @@ class SCSKernelSVC(BaseKernelClassifier):
                 converged = True
             if converged or stop or stalled:
                 break
-        limited = (" The sample reached max_samples="
-                   f"{self.max_samples}." if size == capacity and capacity < n else "")
-        if accepted_steps == 0 and monitor.stopped_by is None:
-            warnings.warn(
-                f"SCSKernelSVC accepted no step in {iteration} iterations: the model of "
-                f"problem {index} is zero (|S_k|={size}).{limited} Raise max_iter, lower "
-                f"delta_init, or check the data and C={self.C!r}.", ConvergenceWarning)
-        elif not converged and not stalled and monitor.stopped_by is None:
-            warnings.warn(
-                f"SCSKernelSVC stopped at max_iter={self._max_iter} before the stopping rule "
-                f"held: ||d_k|| = {norm / scale:.3g} (tol={self._tol:g}) and delta_k = "
-                f"{delta / scale:.3g} (delta_min={self._delta_min:g}), in units of the first "
-                f"step length; f_k = {value:.6g}, |S_k|={size}.{limited} Large C needs more "
-                "iterations: raise max_iter (or tol).", ConvergenceWarning)
-        coefficients = np.zeros(n)
-        coefficients[order[:size]] = a[:size]
-        return coefficients, monitor.history, iteration, {"sample_size": size}
+        return self._fit_result(index, n, order, a, size, capacity, iteration, accepted_steps,
+                                converged, stalled, monitor, norm, delta, scale, value)
 
     def _validation_scores(self, X, draw, position, order, size, a, d, q_a, q_d,
                            rows_cache=None):
