@@ -112,20 +112,35 @@ def measure(quick):
                "SGDClassifier hinge": sgd_epoch_seconds("hinge", X, y),
                "SGDClassifier log_loss": sgd_epoch_seconds("log_loss", X, y)}
         for label, cls, fixed, _ in linear_defaults.ESTIMATORS:
-            try:
-                bare = epoch_seconds(cls(max_iter=EPOCHS, tol=None, random_state=0, **fixed),
-                                     X, y)
-                default = epoch_seconds(cls(max_iter=EPOCHS, random_state=0, **fixed), X, y)
-            except (ValueError, MemoryError) as error:  # e.g. SCV's d x d moment matrix
-                row[label] = {"refused": str(error)}
-                print(f"  {label:14s} refused: {error}", flush=True)
+            row[label] = {}
+            for kind, extra in (("bare", {"tol": None}), ("default", {})):
+                try:
+                    row[label][kind] = epoch_seconds(
+                        cls(max_iter=EPOCHS, random_state=0, **extra, **fixed), X, y)
+                except (ValueError, MemoryError) as error:
+                    # SCV's d x d moment matrix over its memory budget, or a bare run
+                    # (tol=None: no smaller step on divergence) that diverges
+                    row[label][kind] = None
+                    row[label][f"{kind}_error"] = str(error)
+                    print(f"  {label:14s} {kind}: {error}", flush=True)
+            if row[label]["bare"] is None or row[label]["default"] is None:
                 continue
-            row[label] = {"bare": bare, "default": default}
+            bare, default = row[label]["bare"], row[label]["default"]
             print(f"  {label:14s} bare {bare / row['pass_seconds']:6.1f} passes, default "
                   f"{default / row['pass_seconds']:6.1f} passes ({default:.4f} s/epoch)",
                   flush=True)
         results[name] = row
     return results
+
+
+def _cell(entry, kind, pass_seconds):
+    """Passes of one epoch, or why there is no number."""
+    if entry[kind] is not None:
+        return f"{entry[kind] / pass_seconds:.1f}"
+    error = entry[f"{kind}_error"]
+    if error.startswith("not measured"):
+        return "not measured"
+    return "over the memory budget" if "max_moment_bytes" in error else "diverges"
 
 
 def markdown(results, quick):
@@ -148,12 +163,11 @@ def markdown(results, quick):
                 else "SGDClassifier log_loss")
         cells = []
         for row in results.values():
-            if "refused" in row[label]:
-                cells.append("refused (memory budget)")
-                continue
-            bare, default = row[label]["bare"], row[label]["default"]
-            cells.append(f"{bare / row['pass_seconds']:.1f} / {default / row['pass_seconds']:.1f} "
-                         f"({row[peer] / default:.2f}x)")
+            entry = row[label]
+            cells.append(" / ".join(_cell(entry, kind, row["pass_seconds"])
+                                    for kind in ("bare", "default"))
+                         + (f" ({row[peer] / entry['default']:.2f}x)" if entry["default"]
+                            else ""))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
