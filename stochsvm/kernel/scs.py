@@ -486,16 +486,21 @@ class SCSKernelSVC(BaseKernelClassifier):
         return self._fit_binary_every_iteration(X, signs, weights, rng, index)
 
     # ----------------------------------------------------------------------------------
+    def _problem_start(self, X, rng, index):
+        """What both sampling schedules start a binary problem with: ``(n, capacity, C,
+        euclidean, monitor, order)``, ``order`` the random permutation the samples are
+        drawn from."""
+        n = X.shape[0]
+        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                  label=f"SCSKernelSVC[{index}] ")
+        return (n, self._capacity, self._C, self._metric == "euclidean", monitor,
+                rng.permutation(n))
+
     def _fit_binary_adaptive(self, X, signs, weights, rng, index):
         """One binary problem with adaptive sampling: compiled iterations on a fixed
         :math:`S_k`, the validation test of :math:`T_k` between them (module docstring)."""
-        n = X.shape[0]
-        capacity = self._capacity
-        C = self._C
-        euclidean = self._metric == "euclidean"
-        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
-                                  label=f"SCSKernelSVC[{index}] ")
-        order = rng.permutation(n)  # S_k = order[:size], T_k = the next points of order
+        n, capacity, C, euclidean, monitor, order = self._problem_start(X, rng, index)
+        # S_k = order[:size], T_k = the next points of order
         size = self._initial_samples
         # Q^k in the leading size x size block of a width x width matrix, rows of T_k below
         # it, in one buffer of capacity^2 numbers whose pages are only touched as S_k grows;
@@ -669,13 +674,8 @@ class SCSKernelSVC(BaseKernelClassifier):
     def _fit_binary_every_iteration(self, X, signs, weights, rng, index):
         """One binary problem with the schedule printed in Alg. 1: ``samples_per_iter`` new
         samples every iteration and the ratio test on :math:`T_k` at every iteration."""
-        n = X.shape[0]
-        capacity = self._capacity
-        C = self._C
-        euclidean = self._metric == "euclidean"
-        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
-                                  label=f"SCSKernelSVC[{index}] ")
-        order = rng.permutation(n)  # S_k = order[:size]: sampling without replacement
+        n, capacity, C, euclidean, monitor, order = self._problem_start(X, rng, index)
+        # S_k = order[:size]: sampling without replacement
         position = np.full(n, -1, dtype=np.int64)  # position of a training sample in S_k
         gram = np.empty((capacity, capacity), dtype=self._kernel_dtype)  # Q^k, grown in place
         labels = signs[order]
