@@ -10,6 +10,7 @@ import ast
 import contextlib
 import importlib
 import inspect
+import logging
 import numbers
 import os
 import re
@@ -208,9 +209,15 @@ def main():
               help="A progress bar on stderr: iterations or epochs against the solver's cap, "
                    "rate and time left, per one-vs-rest problem (default: when stderr is a "
                    "terminal).")
+@click.option("--scheduler", metavar="ADDRESS", default=None,
+              help="Train on a Dask cluster: DATA is then LIBSVM files, a glob pattern in "
+                   "quotes ('shards/*.svm') read as one data set, each file by a worker at "
+                   "the same path; ADDRESS is the scheduler's (tcp://host:8786), or local[:N] "
+                   "for a cluster of N single-threaded worker processes on this machine "
+                   "(default N: one per core). Needs the dask extra.")
 @_guard
 def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label, zero_based,
-          max_features, progress):
+          max_features, progress, scheduler):
     """Fit SOLVER on DATA (a LIBSVM file or a registered dataset name)."""
     entry = registry.get_solver(solver)
     cls = entry.load()
@@ -223,6 +230,9 @@ def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label
         raise _Failure(f"{entry.name} is not a semi-supervised solver")
     if not semi_supervised and entry.problem == "semi-supervised":
         raise _Failure(f"{entry.name} needs --semi-supervised")
+    if scheduler is not None:
+        return _train_on_cluster(entry, estimator, data, scheduler, out, test_data,
+                                 semi_supervised, unlabeled_label, zero_based, max_features)
     with _warnings_shown_once():
         sources = [data] + ([test_data] if test_data else [])
         pairs, used_zero_based = _load_sources(sources, zero_based=_index_base(zero_based),
@@ -260,7 +270,12 @@ def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label
 
 def _semi_supervised_labels(y, unlabeled_label, source):
     """Labels with the unlabeled rows marked -1 (scikit-learn's convention)."""
-    present = set(np.unique(y).tolist())
+    unlabeled_label = _unlabeled_label(set(np.unique(y).tolist()), unlabeled_label, source)
+    return np.where(y != unlabeled_label, y, -1)
+
+
+def _unlabeled_label(present, unlabeled_label, source):
+    """The label that marks unlabeled rows, checked against the ``present`` labels."""
     if unlabeled_label is None:
         if present == {-1.0, 0.0, 1.0}:
             # scikit-learn marks unlabeled rows -1 (classes 0/1); SVMlight's transductive
@@ -270,17 +285,88 @@ def _semi_supervised_labels(y, unlabeled_label, source):
                            f"in SVMlight's transductive files (classes -1 and +1); say which "
                            f"with --unlabeled-label -1 or --unlabeled-label 0")
         unlabeled_label = -1.0
-    labeled = y != unlabeled_label
-    if unlabeled_label != -1 and np.any(y[labeled] == -1):
+    if unlabeled_label != -1 and -1 in present:
         # scikit-learn marks unlabeled samples with -1: a class -1 would silently vanish
         raise _Failure(f"class label -1 is the mark of unlabeled samples in semi-supervised "
                        f"training, so it cannot also be a class; relabel that class (to a "
                        f"value other than -1 and {_format_label(unlabeled_label)}) or, if -1 "
                        f"marks the unlabeled rows, use --unlabeled-label -1")
-    if labeled.all():
+    if unlabeled_label not in present:
         _warn(f"{source}: no row has the unlabeled label {_format_label(unlabeled_label)}, so "
               f"every row is used as labeled (see --unlabeled-label)")
-    return np.where(labeled, y, -1)
+    return unlabeled_label
+
+
+@contextlib.contextmanager
+def _dask_client(scheduler):
+    """A ``dask.distributed`` client of the cluster at ``scheduler`` (``local[:N]``: a new
+    local cluster of N single-threaded worker processes, closed on exit)."""
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise _Failure("--scheduler needs dask.distributed: pip install 'stochsvm[dask]'") \
+            from None
+    match = re.fullmatch(r"local(?::(\d+))?", scheduler)
+    if match is None:
+        try:
+            client = Client(scheduler, timeout="30s")
+        except OSError as error:
+            raise _Failure(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
+        with client:
+            yield client
+        return
+    n_workers = int(match.group(1)) if match.group(1) else (os.cpu_count() or 1)
+    if n_workers < 1:
+        raise _Failure("--scheduler local:N needs N >= 1 workers")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "port in use, using another" and the like
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+def _train_on_cluster(entry, estimator, data, scheduler, out, test_data, semi_supervised,
+                      unlabeled_label, zero_based, max_features):
+    """``stochsvm train --scheduler``: the files of DATA read and trained on by the workers
+    (see :mod:`stochsvm.distributed`); the model, an ordinary in-memory one, is saved here."""
+    from .datasets.libsvm import MAX_FEATURES
+    from .distributed import TRAINERS
+    from .distributed.files import expand_paths, read_libsvm_files
+
+    if estimator._distributed_training is None:
+        trainers = ", ".join(name for names in TRAINERS.values() for name in names)
+        raise _Failure(f"{entry.name} does not train on a Dask cluster; solvers that do: "
+                       f"{trainers}")
+    paths = expand_paths(data)
+    with _warnings_shown_once(), _dask_client(scheduler) as client:
+        X, y, used_zero_based = read_libsvm_files(
+            paths, zero_based=_index_base(zero_based),
+            max_features=MAX_FEATURES if max_features is None else max_features,
+            return_zero_based=True)
+        if semi_supervised:
+            import dask.array as da
+
+            present = set(da.unique(y).compute().tolist())
+            label = _unlabeled_label(present, unlabeled_label, data)
+            y = da.where(y != label, y, -1)
+        try:
+            estimator.fit(X, y)
+        except (ValueError, TypeError) as error:
+            raise _Failure(f"{entry.name}: {str(error).splitlines()[0]}") from None
+        n_workers = len(client.scheduler_info().get("workers", {}))
+        base = 0 if used_zero_based else 1
+        click.echo(f"trained {entry.name} on {X.shape[0]} samples, {X.shape[1]} features "
+                   f"(indices counted from {base}) in {len(paths)} file(s), on a Dask cluster "
+                   f"of {n_workers} worker(s)")
+        if test_data:
+            [(X_test, y_test)], _ = _load_sources([test_data], n_features=X.shape[1],
+                                                  zero_based=used_zero_based)
+            accuracy = _accuracy(estimator, X_test, y_test, test_data)
+            click.echo(f"test accuracy: {accuracy:.4f}")
+    if out:
+        model_io.save(estimator, out)
+        click.echo(f"model written to {out}")
 
 
 def _iteration_total(estimator, y):
@@ -645,13 +731,14 @@ def reproduce(paper, quick, out, smoke):
 @main.command()
 @click.option("--quick", is_flag=True,
               help="The 10-second version on scikit-learn's bundled breast-cancer and digits "
-                   "data instead of the comparisons where size matters (one and a half to two "
-                   "minutes).")
+                   "data instead of the comparisons where size matters (about a minute).")
 @click.option("--figure", "figure_path", default="stochsvm-demo.png", show_default=True,
-              type=click.Path(dir_okay=False), help="Where to write the figure.")
+              type=click.Path(dir_okay=False),
+              help="Where to write the figure; the table goes beside it as JSON (same name, "
+                   ".json).")
 @click.option("--time-limit", type=click.FloatRange(min=1.0), default=None,
               help="Seconds after which a fit is killed and reported as such "
-                   "[default: 30; not with --quick].")
+                   "[default: 20; not with --quick].")
 @_guard
 def demo(quick, figure_path, time_limit):
     """Train the headline solvers and the peers a user would otherwise pick; print a table

@@ -83,6 +83,14 @@ def test_default_demo_on_tiny_sizes_prints_one_table_and_writes_the_figure(tmp_p
     assert "Dask row skipped: dask is not installed" in text
     assert "generated clusters" in text
     assert figure.stat().st_size > 10_000
+    # the table's record beside the figure: the same rows and the settings that made them
+    import json
+
+    record = json.loads((tmp_path / "demo.json").read_text())
+    assert [(row["task"], row["model"], row["accuracy"]) for row in record["rows"]] == [
+        (row["task"], row["model"], row["accuracy"]) for row in rows]
+    assert record["settings"]["kernel_samples"] == TINY.kernel_samples
+    assert record["seconds"] > record["warm_up_seconds"] > 0
 
 
 def test_a_fit_past_the_time_limit_is_killed_and_reported():
