@@ -28,6 +28,15 @@ start), so a round that made the objective worse is never kept. Unlike an in-mem
 l1 output is not made sparser at the end (that needs a pass that scores many truncations;
 see :meth:`stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within`).
 
+The solvers that build structures from their training rows before the epochs -- S3GD's k-means
+anchors, anchor graph and class products (Alg. 1 of the S3GD paper), SSGD's k-means strata,
+SCV's per-class moments -- build them from each row block alone, once per fit, where the block
+lives (the results stay in that worker's memory for every round). Each block's epoch is then
+the in-memory algorithm on that block's rows: S3GD's approximate full gradient (eq. 22) comes
+from the block's own anchor graph, not from one graph over all rows, and the model average
+makes the global model. A block should hold at least a few times ``n_anchors`` rows (S3GD) or
+``batch_size`` rows (SSGD).
+
 Per round, each partition receives and returns one solver state per binary problem; each
 record of ``history_`` reports these ``state_bytes`` and the number of ``partitions``.
 """
@@ -86,13 +95,35 @@ def _loss_sums(X, y_signed, weights, models, resolved):
     return sums
 
 
-def _local_step(estimator, X, y, sample_weight, carried, models, classes, class_weights,
-                positives, resolved, seeds, round_index, block_index, train):
+def _block_preparation(estimator, X, y, sample_weight, classes, class_weights, positives,
+                       resolved):
+    """What the solver builds from a row block before its epochs, where the block lives.
+
+    For the mini-batch family (``_prepare`` / ``_prepare_problem``): S3GD's k-means anchors,
+    anchor graph and class products, SSGD's strata, SCV's moments -- of the block's rows.
+    Returns ``(prepared, [per-problem structures])``, or None for the other solvers. Computed
+    once per fit and kept in the worker's memory beside the block.
+    """
+    if not hasattr(estimator, "_prepare_problem"):
+        return None
+    estimator = copy.copy(estimator)  # a task never changes its (shared) inputs
+    X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C")
+    y = np.asarray(y)
+    weights = _block_weights(y, sample_weight, classes, class_weights)
+    estimator._prepared = prepared = estimator._prepare(X, resolved)
+    problems = [estimator._prepare_problem(X, y_signed, weights, resolved)
+                for y_signed in _signed(y, positives)]
+    return prepared, problems
+
+
+def _local_step(estimator, X, y, sample_weight, preparation, carried, models, classes,
+                class_weights, positives, resolved, seeds, round_index, block_index, train):
     """One row block's part of a round: the loss of the round's starting ``models`` on the
     block, then (when ``train``) one epoch over the block from the ``carried`` states.
 
-    ``carried`` is ``(rows, states, loss_sums)`` of the blocks before this one in the same
-    partition; the result has the same form.
+    ``preparation`` is the block's :func:`_block_preparation`; ``carried`` is
+    ``(rows, states, loss_sums)`` of the blocks before this one in the same partition; the
+    result has the same form.
     """
     rows, states, losses = carried
     X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C")
@@ -104,11 +135,12 @@ def _local_step(estimator, X, y, sample_weight, carried, models, classes, class_
     if not train:
         return rows + n_rows, None, losses
     states = copy.deepcopy(states)  # inputs of a task are never modified in place
-    if hasattr(estimator, "_prepare"):
-        estimator._prepared = estimator._prepare(X, resolved)
+    estimator = copy.copy(estimator)
+    if preparation is not None:
+        estimator._prepared, problems = preparation
     for problem, state in enumerate(states):
-        if "problem" in state:  # mini-batch family: per-problem structures of this block
-            state["problem"] = None
+        if "problem" in state:  # mini-batch family: this block's per-problem structures
+            state["problem"] = problems[problem]
         order = (np.random.default_rng((seeds[problem], round_index, block_index))
                  .permutation(n_rows).astype(np.int64)
                  if estimator.shuffle else np.arange(n_rows, dtype=np.int64))
@@ -287,6 +319,13 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
 
     partitions = np.array_split(np.arange(len(blocks.X)), n_partitions(estimator,
                                                                        len(blocks.X)))
+    # the solver's structures of each block (anchors, strata, moments), built once where the
+    # block lives and kept there for every round
+    prepare = dask.delayed(_block_preparation, pure=True)
+    preparations = dask.persist(*[
+        prepare(shared["estimator"], X_block, y_block, weight_block, shared["classes"],
+                shared["class_weights"], shared["positives"], shared["resolved"])
+        for X_block, y_block, weight_block in zip(blocks.X, blocks.y, blocks.weights)])
     step = dask.delayed(_local_step, pure=True)
     total = dask.delayed(_partition_total, pure=True)
 
@@ -303,8 +342,9 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
             carried = start_key
             for block_index in members:
                 carried = step(shared["estimator"], blocks.X[block_index],
-                               blocks.y[block_index], blocks.weights[block_index], carried,
-                               models_key, shared["classes"], shared["class_weights"],
+                               blocks.y[block_index], blocks.weights[block_index],
+                               preparations[block_index], carried, models_key,
+                               shared["classes"], shared["class_weights"],
                                shared["positives"], shared["resolved"], shared["seeds"],
                                round_index, int(block_index), train)
             parts.append(total(carried))

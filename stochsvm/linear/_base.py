@@ -141,21 +141,10 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         "callback": [callable, None],
     }
 
-    @property
-    def _distributed_training(self):
-        """Dask input trains by rounds of local epochs and model averaging
-        (:mod:`stochsvm.distributed.linear`), unless the solver builds structures over the
-        whole training set before its epochs."""
-        return None if self._uses_whole_data() else "model_averaging"
-
-    _dask_refusal = ("{name} builds structures over the whole training set (anchors, "
-                     "strata or moments) before its epochs, which a partition alone cannot "
-                     "give; fit it on a sample that fits in memory, or train on dask input "
-                     "with an estimator listed in stochsvm.distributed.TRAINERS.")
-
-    def _uses_whole_data(self):
-        """True when an epoch needs more than its own rows (see ``_distributed_training``)."""
-        return False
+    #: Dask input trains by rounds of local epochs and model averaging
+    #: (:mod:`stochsvm.distributed.linear`); what a solver builds before its epochs (S3GD's
+    #: anchor graph, SSGD's strata, SCV's moments) is built per row block, where it lives
+    _distributed_training = "model_averaging"
 
     _fitted_fields = {
         "coef_": ArrayField("float", ("n_problems", "n_features")),
