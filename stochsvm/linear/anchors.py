@@ -1,8 +1,9 @@
 r"""Anchor-sample graph of S3GD (Alg. 2 of the S3GD paper) and its approximate full gradient.
 
-*Anchors* (eq. 13). k-means gives :math:`m` centers :math:`c_1..c_m` (scikit-learn ``KMeans``,
-or ``MiniBatchKMeans`` above ``minibatch_threshold`` samples); anchor :math:`z_j` is the
-training sample nearest to :math:`c_j`. Two centers with the same nearest sample give one
+*Anchors* (eq. 13). k-means gives :math:`m` centers :math:`c_1..c_m` (scikit-learn ``KMeans``
+on at most ``max(10000, 20 m)`` rows drawn at random: more rows barely move the centers and
+cost seconds); anchor :math:`z_j` is the training sample, among all of them, nearest to
+:math:`c_j`. Two centers with the same nearest sample give one
 anchor, so the number of anchors can be below ``n_anchors``.
 
 *Graph* (eq. 14 and Alg. 2 lines 6-13). Sample :math:`x_i` is tied to its :math:`k` nearest
@@ -44,9 +45,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import check_random_state
 
 __all__ = [
     "AnchorGraph",
@@ -94,29 +96,40 @@ class AnchorGraph:
         )
 
 
-def _kmeans(X, n_clusters, random_state, minibatch_threshold):
+#: rows of the k-means sample (at least ``ROWS_PER_CLUSTER`` per center): centers from more
+#: rows barely move, and a full k-means over every row cost seconds where the rest of a fit
+#: costs a fraction of one
+KMEANS_SAMPLE_SIZE = 10_000
+ROWS_PER_CLUSTER = 20
+
+
+def _kmeans(X, n_clusters, random_state, sample_size):
+    """k-means (scikit-learn's ``KMeans``, Lloyd, one initialization by k-means++) on at most
+    ``max(sample_size, ROWS_PER_CLUSTER * n_clusters)`` rows drawn without replacement."""
+    random_state = check_random_state(random_state)
     if sp.issparse(X) and X.indices.dtype != np.int32 and X.nnz < np.iinfo(np.int32).max:
         # scikit-learn's k-means accepts 32-bit CSR indices only (LIBSVM files load as int64)
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                           shape=X.shape)
-    if X.shape[0] > minibatch_threshold:
-        model = MiniBatchKMeans(n_clusters=n_clusters, random_state=random_state, n_init=3,
-                                batch_size=4096)
-    else:
-        model = KMeans(n_clusters=n_clusters, random_state=random_state, n_init=1)
-    return model.fit(X)
+    size = max(sample_size, ROWS_PER_CLUSTER * n_clusters)
+    if X.shape[0] > size:
+        X = X[np.sort(random_state.choice(X.shape[0], size, replace=False))]
+    return KMeans(n_clusters=n_clusters, random_state=random_state, n_init=1).fit(X)
 
 
-def cluster_labels(X, n_clusters, random_state=None, minibatch_threshold=50_000):
-    """k-means cluster of every sample (the strata of stratified SGD)."""
-    return _kmeans(X, n_clusters, random_state, minibatch_threshold).labels_.astype(np.int64)
+def cluster_labels(X, n_clusters, random_state=None, sample_size=KMEANS_SAMPLE_SIZE):
+    """k-means cluster of every sample (the strata of stratified SGD): centers from a sample
+    of the rows (see ``_kmeans``), each row in the cluster of its nearest center."""
+    centers = _kmeans(X, n_clusters, random_state, sample_size).cluster_centers_
+    return pairwise_distances_argmin(X, centers).astype(np.int64)
 
 
-def select_anchors(X, n_anchors, random_state=None, minibatch_threshold=50_000):
-    """Eq. (13): the samples nearest to ``n_anchors`` k-means centers (sorted, unique)."""
+def select_anchors(X, n_anchors, random_state=None, sample_size=KMEANS_SAMPLE_SIZE):
+    """Eq. (13): the samples nearest to ``n_anchors`` k-means centers (sorted, unique); the
+    centers come from a sample of the rows (see ``_kmeans``), the anchors from every row."""
     if n_anchors >= X.shape[0]:
         return np.arange(X.shape[0], dtype=np.int64)
-    centers = _kmeans(X, n_anchors, random_state, minibatch_threshold).cluster_centers_
+    centers = _kmeans(X, n_anchors, random_state, sample_size).cluster_centers_
     nearest = pairwise_distances_argmin(centers, X)
     return np.unique(nearest).astype(np.int64)
 
