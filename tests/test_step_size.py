@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from stochsvm.linear.s3gd import S3GDClassifier
 from stochsvm.linear.scv import SCVClassifier
-from stochsvm.linear.sgd import MiniBatchSGDClassifier, _prox_steps_dense, _prox_steps_sparse
+from stochsvm.linear.sgd import MiniBatchSGDClassifier, _prox_steps_dense, _sparse_prox_steps
 from stochsvm.linear.step_size import PAPER_STEP_SIZES, select_step_size
 from stochsvm._core.losses import get_margin_loss
 
@@ -60,7 +60,7 @@ def test_compiled_steps_match_twin(loss, penalty, sparse, with_moment):
                  margin_loss.code, parameter)
     if sparse:
         matrix = sp.csr_matrix(X)
-        loss_sum = _prox_steps_sparse(matrix.data, matrix.indices, matrix.indptr, *arguments)
+        loss_sum = _sparse_prox_steps(matrix.data, matrix.indices, matrix.indptr, *arguments)
     else:
         loss_sum = _prox_steps_dense(X, *arguments)
     twin_coef, twin_intercept, twin_loss = prox_minibatch_twin(

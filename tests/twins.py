@@ -214,10 +214,17 @@ def comid_twin(X, y, weights, order, alpha, l1_ratio, eta0, power_t, fit_interce
 def prox_minibatch_twin(X, y, batches, scales, control_constants, control_slopes, correction,
                         coef, intercept, step, alpha, l1_ratio, loss="log_loss",
                         loss_parameter=None, moment=None, moment_scale=0.0,
-                        fit_intercept=True):
+                        fit_intercept=True, average_start=None, steps_done=0,
+                        return_state=False):
     """Plain NumPy transcription of ``_prox_steps_dense``: for each batch, the averaged
     controlled gradient plus the correction (plus ``moment_scale * moment @ (w, b)``), then
-    the elastic-net prox of every coordinate. Returns ``(coef, intercept, loss_sum)``."""
+    the elastic-net prox of every coordinate. Returns ``(coef, intercept, loss_sum)``.
+
+    With ``return_state`` returns a dict that also holds the running sums of the averaged
+    iterates: step ``steps_done + t`` (``t = 1, 2, ...``) is added to ``coef_sum`` and
+    ``intercept_sum`` when ``(steps_done + t) * batch_size > average_start`` (``None``: never),
+    ``averaged_count`` counts them, and ``gradient`` is the gradient of the last step
+    (intercept last)."""
     from stochsvm._core.losses import get_margin_loss
 
     margin_loss = get_margin_loss(loss)
@@ -225,6 +232,10 @@ def prox_minibatch_twin(X, y, batches, scales, control_constants, control_slopes
     coef = np.array(coef, dtype=np.float64)
     intercept = float(intercept)
     loss_sum = 0.0
+    coef_sum = np.zeros_like(coef)
+    intercept_sum = 0.0
+    averaged_count = 0
+    gradient = np.zeros(X.shape[1] + 1)
     for t in range(batches.shape[0]):
         gradient = np.zeros(X.shape[1] + 1)
         for q in range(batches.shape[1]):
@@ -247,6 +258,14 @@ def prox_minibatch_twin(X, y, batches, scales, control_constants, control_slopes
         coef = value / (1.0 + strength * (1.0 - l1_ratio))
         if fit_intercept:
             intercept -= step * gradient[-1]
+        if average_start is not None and (steps_done + t + 1) * batches.shape[1] > average_start:
+            coef_sum += coef
+            intercept_sum += intercept
+            averaged_count += 1
+    if return_state:
+        return {"coef": coef, "intercept": intercept, "loss_sum": loss_sum,
+                "coef_sum": coef_sum, "intercept_sum": intercept_sum,
+                "averaged_count": averaged_count, "gradient": gradient}
     return coef, intercept, loss_sum
 
 

@@ -30,8 +30,30 @@ a correction vector :math:`v` and an optional moment matrix :math:`\Sigma` (SCV)
 \ell'(y_i \tilde w_{\text{snap}}^\top \tilde z)` and :math:`v = \nabla H` (eq. 8); Prox-SVRG
 has :math:`e_i` the snapshot derivative and :math:`v = \nabla P(\text{snapshot})`.
 
-The proximal step touches every coordinate, so a step costs :math:`O(d + p\,\mathrm{nnz})`
-on dense and sparse data alike (as in Table 1 of the S3GD paper).
+On dense data the proximal step touches every coordinate, so a step costs
+:math:`O(d + p\,\mathrm{nnz})` (as in Table 1 of the S3GD paper).
+
+*Lazy ("just-in-time") steps on sparse data.* A coordinate :math:`j` absent from the rows of a
+mini-batch has :math:`g_j = v_j` (no SCV moment), so the step reduces to
+:math:`w_j \leftarrow \operatorname{prox}_{\eta\alpha R}(w_j - \eta v_j)`, the same map at
+every step of a call (the step :math:`\eta` and the correction :math:`v` are constant within
+one call of the compiled loop). With an l1 part (Tsuruoka et al. 2009 keep a cumulative
+penalty for the same purpose) the CSR loop keeps for every coordinate the step through which
+it is current and applies the skipped steps in closed form when a row next touches it, and for
+every coordinate at the end of the call (so the state is exact between calls):
+:math:`k` prox-only steps compose to the l1 shift
+:math:`\operatorname{sign}(w)\max(0, |w| - k a)` or the elastic-net form
+:math:`\operatorname{sign}(w)\max(0, c^k(|w| + a/b) - a/b)` (:math:`a = \eta\alpha\rho`,
+:math:`b = \eta\alpha(1 - \rho)`, :math:`c = 1/(1 + b)`). With the l2 penalty, with or
+without a correction, the steps are affine, :math:`w \leftarrow c\,(w - \eta v_j)` for every
+untouched coordinate, so the loop keeps :math:`w = a\,u + \beta\,v` with two scalars and
+touches only the batch's coordinates of :math:`u` (:func:`_scaled_prox_steps_sparse`, no
+per-coordinate record at all); the sums of the skipped iterates for ``average`` have closed
+forms too (:func:`stochsvm._core.penalties.lazy_prox_sum`, and :math:`S = s + A\,u + B\,v`
+for l2). A step then costs :math:`O(p\,\mathrm{nnz})` and a call :math:`O(d)` once. The lazy
+loop equals the eager one up to rounding (tests compare both with a NumPy transcription).
+An SCV moment, or a nonzero correction with an l1 part, makes every coordinate's step depend
+on the iterate in a way without a short closed form; those calls run the eager loop.
 
 *Epochs.* One epoch of these estimators draws :math:`n` samples in the inner loops
 (:math:`\lceil n/p \rceil` steps, rounded up to whole outer loops for the two-loop solvers);
@@ -62,6 +84,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.losses import margin_loss_derivative, margin_loss_value
+from .._core.penalties import lazy_prox, lazy_prox_sum, prox_power_tables
 from .._core.sampling import epoch_generator, uniform_batches, weighted_batches
 from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
@@ -192,7 +215,9 @@ def _prox_steps_sparse(data, indices, indptr, y, batches, scales, control_consta
                        scalars, buffer, moment_buffer, gradient, step, strength, l1_ratio,
                        fit_intercept, average_start, loss_code,
                        loss_parameter):
-    """:func:`_prox_steps_dense` for a CSR matrix given as ``data, indices, indptr``."""
+    """:func:`_prox_steps_dense` for a CSR matrix given as ``data, indices, indptr``: the
+    eager loop (every coordinate at every step); :func:`_sparse_prox_steps` runs the lazy
+    loops where they apply."""
     loss_sum = 0.0
     batch_size = batches.shape[1]
     for t in range(batches.shape[0]):
@@ -206,6 +231,288 @@ def _prox_steps_sparse(data, indices, indptr, y, batches, scales, control_consta
                     coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
                     average_start)
     return loss_sum
+
+
+@numba.njit(cache=True)
+def _first_counted_step(steps_done, n_steps, batch_size, average_start):
+    """First local step ``t`` (1-based) of a call inside the averaging window,
+    ``(steps_done + t) * batch_size > average_start`` as in :func:`_apply_step`;
+    ``n_steps + 1`` when the window starts after the call (no overflow for
+    ``average_start = _NO_AVERAGE``)."""
+    uncounted = np.int64(average_start // batch_size) - np.int64(steps_done)
+    if uncounted >= n_steps:
+        return np.int64(n_steps + 1)
+    return np.int64(max(uncounted + 1, 1))
+
+
+# below this scale a of w = a u + beta v the scale is folded into u (O(d)), which bounds the
+# cancellation in the running sum s + A u + B v to three digits
+_SMALLEST_SCALE = 1e-3
+
+
+@numba.njit(cache=True)
+def _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total):
+    """Write ``w = a u + beta v`` into ``coef`` and ``S = s + A u + B v`` into ``coef_sum``
+    (:func:`_scaled_prox_steps_sparse`; ``coef`` holds ``u``, ``coef_sum`` holds ``s``), so
+    that afterwards ``a = 1`` and ``beta = A = B = 0``."""
+    for j in range(coef.shape[0]):
+        value = coef[j]
+        coef_sum[j] += scale_total * value + drift_total * correction[j]
+        coef[j] = scale * value + drift * correction[j]
+
+
+@numba.njit(cache=True)
+def _scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, control_constants,
+                              control_slopes, correction, coef, coef_sum, scalars, gradient,
+                              step, strength, l1_ratio, fit_intercept, average_start,
+                              loss_code, loss_parameter):
+    r""":func:`_prox_steps_sparse` for the l2 penalty without an SCV moment, in O(nnz) a step.
+
+    The l2 prox is linear, so a step is :math:`w \leftarrow c\,(w - \eta(g + v))` with
+    :math:`c = 1/(1 + \eta\alpha)`, :math:`g` the batch part of the gradient (nonzero on the
+    batch's coordinates) and :math:`v` the correction. The loop keeps
+    :math:`w = a\,u + \beta\,v` with scalars :math:`a, \beta` (``coef`` holds :math:`u`):
+    a step sets :math:`a \leftarrow c\,a`, :math:`\beta \leftarrow c\,(\beta - \eta)` and
+    :math:`u \leftarrow u - (\eta / a_{old})\,g` on the batch's coordinates only. The running
+    sum of the averaged iterates is :math:`S = s + A\,u + B\,v` (``coef_sum`` holds
+    :math:`s`) with :math:`A = \sum a_t`, :math:`B = \sum \beta_t` over the counted steps; a
+    change :math:`\delta` of :math:`u_j` is compensated by :math:`s_j \mathrel{-}= A\,\delta`
+    (the averaged-SGD bookkeeping of Xu 2011, as in Pegasos here). Both are folded back
+    (:func:`_fold_scale`) when :math:`a < 10^{-3}` and at the end of the call.
+    """
+    n_features = coef.shape[0]
+    n_steps = batches.shape[0]
+    batch_size = batches.shape[1]
+    inverse = 1.0 / batch_size
+    shrink = 1.0 / (1.0 + strength * (1.0 - l1_ratio))
+    first_counted = _first_counted_step(scalars[_STEPS], n_steps, batch_size, average_start)
+    drifting = False
+    for j in range(n_features):
+        if correction[j] != 0.0:
+            drifting = True
+            break
+    factors = np.zeros(batch_size)
+    scale = 1.0  # a
+    drift = 0.0  # beta
+    scale_total = 0.0  # A
+    drift_total = 0.0  # B
+    loss_sum = 0.0
+    for t in range(1, n_steps + 1):
+        row_of_batches = t - 1
+        intercept = scalars[_INTERCEPT]
+        # scores at the iterate before step t: w.x = a u.x + beta v.x
+        intercept_gradient = 0.0
+        for q in range(batch_size):
+            i = batches[row_of_batches, q]
+            low, high = indptr[i], indptr[i + 1]
+            product = 0.0
+            for position in range(low, high):
+                product += coef[indices[position]] * data[position]
+            score = scale * product + intercept
+            if drifting:
+                correction_product = 0.0
+                for position in range(low, high):
+                    correction_product += correction[indices[position]] * data[position]
+                score += drift * correction_product
+            label = y[i]
+            margin = label * score
+            weight = scales[row_of_batches, q]
+            factor = (weight * margin_loss_derivative(loss_code, margin, loss_parameter) * label
+                      - control_constants[row_of_batches, q]
+                      - control_slopes[row_of_batches, q] * score)
+            factors[q] = factor
+            intercept_gradient += factor
+            loss_sum += weight * margin_loss_value(loss_code, margin, loss_parameter)
+        # step t: u -= (eta / a) g on the batch's coordinates, g = sum_q factor_q x_q / p
+        coefficient = -step * inverse / scale
+        for q in range(batch_size):
+            i = batches[row_of_batches, q]
+            amount = coefficient * factors[q]
+            if amount == 0.0:
+                continue
+            if scale_total != 0.0:
+                for position in range(indptr[i], indptr[i + 1]):
+                    j = indices[position]
+                    delta = amount * data[position]
+                    coef[j] += delta
+                    coef_sum[j] -= scale_total * delta
+            else:
+                for position in range(indptr[i], indptr[i + 1]):
+                    coef[indices[position]] += amount * data[position]
+        scale *= shrink
+        drift = shrink * (drift - step)
+        value = intercept_gradient * inverse + correction[n_features]
+        scalars[_STEPS] += 1.0
+        if fit_intercept:
+            scalars[_INTERCEPT] -= step * value
+        if t >= first_counted:
+            scale_total += scale
+            drift_total += drift
+            scalars[_INTERCEPT_SUM] += scalars[_INTERCEPT]
+            scalars[_AVERAGED_COUNT] += 1.0
+        if t == n_steps:
+            # the gradient of the last step (the diagnostic of Fig. 6): v plus its batch part
+            for j in range(n_features):
+                gradient[j] = correction[j]
+            gradient[n_features] = value
+            for q in range(batch_size):
+                i = batches[row_of_batches, q]
+                amount = factors[q] * inverse
+                for position in range(indptr[i], indptr[i + 1]):
+                    gradient[indices[position]] += amount * data[position]
+        if scale < _SMALLEST_SCALE:
+            _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total)
+            scale, drift, scale_total, drift_total = 1.0, 0.0, 0.0, 0.0
+    _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total)
+    return loss_sum
+
+
+@numba.njit(cache=True)
+def _catch_up(j, now, coef, coef_sum, last, correction, step, first_counted, threshold,
+              offset, powers, geometric, cumulative):
+    """Apply to coordinate ``j`` the steps ``last[j] + 1, ..., now`` that no row touched:
+    ``w_j <- prox(w_j - step v_j)`` each (module docstring), in closed form; the iterates of
+    the steps from ``first_counted`` on are added to ``coef_sum[j]``."""
+    begin = last[j]
+    drift = step * correction[j]
+    value = coef[j]
+    # steps before the averaging window, then the counted ones
+    silent = min(max(first_counted - 1 - begin, 0), now - begin)
+    if silent > 0:
+        value = lazy_prox(value, drift, silent, threshold, offset, powers, geometric)
+    counted = now - begin - silent
+    if counted > 0:
+        if first_counted <= now:
+            coef_sum[j] += lazy_prox_sum(value, drift, counted, threshold, offset, powers,
+                                         geometric, cumulative)
+        value = lazy_prox(value, drift, counted, threshold, offset, powers, geometric)
+    coef[j] = value
+    last[j] = now
+
+
+@numba.njit(cache=True)
+def _lazy_prox_steps_sparse(data, indices, indptr, y, batches, scales, control_constants,
+                            control_slopes, correction, coef, coef_sum, scalars, buffer,
+                            gradient, step, strength, l1_ratio, fit_intercept, average_start,
+                            loss_code, loss_parameter):
+    """:func:`_prox_steps_sparse` with lazy ("just-in-time") prox steps (module docstring),
+    for a penalty with an l1 part and a zero correction.
+
+    Local step ``t = 1, ..., T`` of the call is global step ``scalars[_STEPS] + t``; it is
+    averaged when ``(global step) * batch_size > average_start``, as in :func:`_apply_step`.
+    ``last[j]`` is the local step through which ``coef[j]`` is current. Returns the sum of
+    scaled losses.
+    """
+    n_features = coef.shape[0]
+    n_steps = batches.shape[0]
+    batch_size = batches.shape[1]
+    inverse = 1.0 / batch_size
+    threshold = strength * l1_ratio
+    l2_strength = strength * (1.0 - l1_ratio)
+    shrink = 1.0 / (1.0 + l2_strength)
+    offset = threshold / l2_strength if l2_strength > 0.0 else 0.0
+    powers, geometric, cumulative = prox_power_tables(shrink, n_steps)
+    first_counted = _first_counted_step(scalars[_STEPS], n_steps, batch_size, average_start)
+    last = np.zeros(n_features, dtype=np.int64)
+    loss_sum = 0.0
+    for t in range(1, n_steps + 1):
+        row_of_batches = t - 1
+        intercept = scalars[_INTERCEPT]
+        # scores at the iterate before step t: catch the row's coordinates up to step t - 1
+        for q in range(batch_size):
+            i = batches[row_of_batches, q]
+            low, high = indptr[i], indptr[i + 1]
+            score = intercept
+            for position in range(low, high):
+                j = indices[position]
+                begin = last[j]
+                if begin < t - 1:
+                    if first_counted >= t:
+                        # the common case, kept short (the loop waits on memory): no averaged
+                        # step in the range, no correction (the eager loop runs otherwise)
+                        coef[j] = lazy_prox(coef[j], 0.0, t - 1 - begin, threshold, offset,
+                                            powers, geometric)
+                        last[j] = t - 1
+                    else:
+                        _catch_up(j, t - 1, coef, coef_sum, last, correction, step,
+                                  first_counted, threshold, offset, powers, geometric,
+                                  cumulative)
+                score += coef[j] * data[position]
+            label = y[i]
+            margin = label * score
+            scale = scales[row_of_batches, q]
+            factor = (scale * margin_loss_derivative(loss_code, margin, loss_parameter) * label
+                      - control_constants[row_of_batches, q]
+                      - control_slopes[row_of_batches, q] * score)
+            for position in range(low, high):
+                buffer[indices[position]] += factor * data[position]
+            buffer[n_features] += factor
+            loss_sum += scale * margin_loss_value(loss_code, margin, loss_parameter)
+        # step t (eq. 12) on the coordinates of the batch, each once
+        counted = t >= first_counted
+        final = t == n_steps
+        for q in range(batch_size):
+            i = batches[row_of_batches, q]
+            for position in range(indptr[i], indptr[i + 1]):
+                j = indices[position]
+                if last[j] == t:
+                    continue
+                value = buffer[j] * inverse  # + correction[j], zero on this path
+                if final:
+                    gradient[j] = value
+                buffer[j] = 0.0
+                value = coef[j] - step * value
+                value = (max(value - threshold, 0.0) + min(value + threshold, 0.0)) * shrink
+                coef[j] = value
+                if counted:
+                    coef_sum[j] += value
+                last[j] = t
+        value = buffer[n_features] * inverse + correction[n_features]
+        if final:
+            gradient[n_features] = value
+        buffer[n_features] = 0.0
+        scalars[_STEPS] += 1.0
+        if fit_intercept:
+            scalars[_INTERCEPT] -= step * value
+        if counted:
+            scalars[_INTERCEPT_SUM] += scalars[_INTERCEPT]
+            scalars[_AVERAGED_COUNT] += 1.0
+    # every coordinate brought to the last step; the gradient of the last step is the
+    # correction on the coordinates its batch did not touch
+    for j in range(n_features):
+        if last[j] < n_steps:
+            if n_steps > 0:
+                gradient[j] = correction[j]
+            _catch_up(j, n_steps, coef, coef_sum, last, correction, step, first_counted,
+                      threshold, offset, powers, geometric, cumulative)
+    return loss_sum
+
+
+def _sparse_prox_steps(data, indices, indptr, y, batches, scales, control_constants,
+                       control_slopes, correction, moment, moment_scale, coef, coef_sum,
+                       scalars, buffer, moment_buffer, gradient, step, strength, l1_ratio,
+                       fit_intercept, average_start, loss_code, loss_parameter):
+    """The steps of :func:`_prox_steps_sparse` (same arguments) by the cheapest exact loop.
+
+    :func:`_scaled_prox_steps_sparse` for the l2 penalty and :func:`_lazy_prox_steps_sparse`
+    with an l1 part (module docstring), unless an SCV moment, or a nonzero correction together
+    with an l1 part, needs the eager :func:`_prox_steps_sparse`. Chosen here rather than
+    inside a compiled function, so that a fit compiles only the loop it runs.
+    """
+    common = (data, indices, indptr, y, batches, scales, control_constants, control_slopes,
+              correction)
+    has_l1_part = strength * l1_ratio > 0.0
+    if moment.shape[0] > 0 or (has_l1_part and np.any(correction[:-1] != 0.0)):
+        return _prox_steps_sparse(*common, moment, moment_scale, coef, coef_sum, scalars,
+                                  buffer, moment_buffer, gradient, step, strength, l1_ratio,
+                                  fit_intercept, average_start, loss_code, loss_parameter)
+    if not has_l1_part:
+        return _scaled_prox_steps_sparse(*common, coef, coef_sum, scalars, gradient, step,
+                                         strength, l1_ratio, fit_intercept, average_start,
+                                         loss_code, loss_parameter)
+    return _lazy_prox_steps_sparse(*common, coef, coef_sum, scalars, buffer, gradient, step,
+                                   strength, l1_ratio, fit_intercept, average_start, loss_code,
+                                   loss_parameter)
 
 
 def _threshold_average(mean_coef, threshold):
@@ -312,10 +619,6 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         """Structures that depend on one binary problem (computed once per fit)."""
         return {}
 
-    def _uses_whole_data(self):
-        # a solver that overrides ``_prepare`` needs the whole training set for it
-        return type(self)._prepare is not BaseMiniBatchProxClassifier._prepare
-
     def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
         self._prepared = self._prepare(X, resolved)
         # per-problem structures before the clock of the training monitor starts
@@ -364,7 +667,7 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
             float(resolved["loss_parameter"]),
         )
         if is_sparse(X):
-            return _prox_steps_sparse(*as_csr_arrays(X), *arguments)
+            return _sparse_prox_steps(*as_csr_arrays(X), *arguments)
         return _prox_steps_dense(X, *arguments)
 
     #: on a plateau of the objective the step is divided by this factor ...
