@@ -95,9 +95,9 @@ def test_train_on_a_cluster_refuses_a_solver_without_a_distributed_form(tmp_path
     _shards(tmp_path, n_files=2)
     runner = CliRunner()
     result = runner.invoke(main, ["train", str(tmp_path / "*.svm"), "--scheduler", "local:1",
-                                  "--solver", "S3GDClassifier"])
+                                  "--solver", "SCSKernelSVC"])
     assert result.exit_code == 1
-    assert "S3GDClassifier does not train on a Dask cluster; solvers that do: " \
+    assert "SCSKernelSVC does not train on a Dask cluster; solvers that do: " \
            "SADMMClassifier" in result.output
     result = runner.invoke(main, ["train", str(tmp_path / "none-*.svm"), "--scheduler",
                                   "local:1"])

@@ -47,6 +47,7 @@ __all__ = [
     "cosine_in_place",
     "cosine_feature_scores",
     "cosine_feature_scores_single",
+    "cosine_feature_scores_single_models",
     "RandomFourierFeatures",
 ]
 
@@ -242,6 +243,37 @@ def cosine_feature_scores_single(projections, offset, coefficients, out):
                 _C5 + s * (_C6 + s * (_C7 + s * (_C8 + s * _C9))))))))
             total += coefficients[column] * cosine
         out[row] += total
+    return out
+
+
+@numba.njit(cache=True, fastmath=True)
+def cosine_feature_scores_single_models(projections, offset, coefficients, out):
+    r"""``out[r, k] += sum_j coefficients[k, j] cos(projections[r, j] + offset[j])`` in
+    float32, for several coefficient vectors (rows of ``coefficients``) at once.
+
+    :func:`cosine_feature_scores_single` for the models of one shared pass (the supervised
+    check of TSGS3VM): each row's cosines are computed once, with the same reduction and
+    Taylor polynomial, into a scratch row, then summed against each model's coefficients;
+    each sum is accumulated in float32 and added to ``out``.
+    Twin: ``np.cos(projections + offset) @ coefficients.T``
+    (:func:`tests.reference_semi.cosine_feature_scores_reference`).
+    """
+    n_rows, n_columns = projections.shape
+    n_models = coefficients.shape[0]
+    cosines = np.empty(n_columns, dtype=np.float32)
+    for row in range(n_rows):
+        for column in range(n_columns):
+            x = np.float64(projections[row, column] + offset[column])
+            turns = np.floor(x * _INVERSE_TWO_PI + 0.5)
+            reduced = np.float32(x - turns * _TWO_PI)
+            s = reduced * reduced
+            cosines[column] = np.float32(1.0) + s * (_C1 + s * (_C2 + s * (_C3 + s * (_C4 + s * (
+                _C5 + s * (_C6 + s * (_C7 + s * (_C8 + s * _C9))))))))
+        for model in range(n_models):
+            total = np.float32(0.0)
+            for column in range(n_columns):
+                total += coefficients[model, column] * cosines[column]
+            out[row, model] += total
     return out
 
 

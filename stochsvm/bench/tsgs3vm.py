@@ -162,10 +162,15 @@ def _make(name, seed):
     from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
     from sklearn.svm import SVC
 
-    if name in ("TSGS3VM", "FRS3VM"):
-        return CLASSES[name](random_state=seed), "semi"
+    # TSGS3VM as the paper's Alg. 1 (safe_folds=None: the default's supervised check would
+    # return an SVC on the labels wherever the unlabeled term does not win clearly)
+    if name == "TSGS3VM":
+        return TSGS3VM(random_state=seed, safe_folds=None), "semi"
+    if name == "FRS3VM":
+        return FRS3VM(random_state=seed), "semi"
     if name == FIXED_BUDGET:
-        return TSGS3VM(random_state=seed, max_iter=64, unlabeled_batch_size=256), "semi"
+        return TSGS3VM(random_state=seed, max_iter=64, unlabeled_batch_size=256,
+                       safe_folds=None), "semi"
     if name == "BGS3VM":
         return BGS3VM(random_state=seed, track_objective=False, record_every=500), "semi"
     if name in EXACT:

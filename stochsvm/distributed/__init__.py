@@ -16,6 +16,12 @@ the ordinary in-memory model (it saves, loads and predicts on NumPy input as bef
   needs nothing but its own rows. Each round runs one epoch of the estimator's compiled
   solver on every row block and averages the solver states; ``tol`` watches the exact
   objective, computed in the same pass.
+* ``"triply_stochastic"`` (:mod:`stochsvm.distributed.semi`): ``TSGS3VM`` and ``FRS3VM``. One
+  pass validates the blocks and counts the labeled and unlabeled rows (``y == -1``); the
+  labeled rows (few) are gathered once; the batch indices are drawn on the client with the
+  generator of an in-memory fit, and each round fetches only the rows sampled for the next
+  iterations from the blocks that hold them, while the client applies eq. (7) of the TSGS3VM
+  paper to the previous ones. For a fixed ``random_state`` the model is the in-memory model.
 
 The other estimators refuse dask input with a message saying why (the exact small-n
 references name their size limit) and what to do instead.
@@ -33,7 +39,9 @@ __all__ = ["TRAINERS", "blockwise", "fit", "is_dask_collection", "score"]
 #: distributed form -> the estimators (class names) that train on dask input with it
 TRAINERS = {
     "model_averaging": ("SADMMClassifier", "RDAClassifier", "ComidClassifier",
-                        "PegasosClassifier", "MiniBatchSGDClassifier", "ProxSVRGClassifier"),
+                        "PegasosClassifier", "MiniBatchSGDClassifier", "ProxSVRGClassifier",
+                        "S3GDClassifier", "StratifiedSGDClassifier", "SCVClassifier"),
+    "triply_stochastic": ("TSGS3VM", "FRS3VM"),
 }
 
 
@@ -52,6 +60,10 @@ def fit(estimator, X, *args, **kwargs):
         from .linear import fit_model_averaging
 
         return fit_model_averaging(estimator, X, *args, **kwargs)
+    if form == "triply_stochastic":
+        from .semi import fit_triply_stochastic
+
+        return fit_triply_stochastic(estimator, X, *args, **kwargs)
     raise ValueError(f"unknown distributed form {form!r}")  # pragma: no cover
 
 

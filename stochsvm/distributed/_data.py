@@ -9,7 +9,7 @@ the per-block sizes and label counts from the same single pass, so ``classes_`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils import check_array, column_or_1d
@@ -40,10 +40,14 @@ class TrainingBlocks:
     sizes : ndarray of int64
         Rows per block.
     labels : ndarray
-        Distinct labels over all blocks, sorted.
+        Distinct labels over all blocks, sorted (semi-supervised data: of the labeled
+        samples).
     counts : ndarray of int64
         How often each entry of ``labels`` occurs.
     n_features : int
+    unlabeled : ndarray of int64
+        Semi-supervised data: the unlabeled samples (``y == -1``) of each block; zeros
+        otherwise.
     """
 
     X: list
@@ -53,6 +57,7 @@ class TrainingBlocks:
     labels: np.ndarray
     counts: np.ndarray
     n_features: int
+    unlabeled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def n_samples(self):
@@ -84,8 +89,18 @@ def _aligned(vector, chunks, name):
     return vector.rechunk((chunks,))
 
 
+def unlabeled_mask(y, unlabeled_label=-1):
+    """``y == unlabeled_label`` elementwise, for numeric and for string/object labels (the
+    rule of :func:`stochsvm._core.validation.split_semi_supervised_labels`)."""
+    y = np.asarray(y)
+    if y.dtype.kind in "OUS":
+        return np.array([value == unlabeled_label for value in y.tolist()], dtype=bool)
+    return y == unlabeled_label
+
+
 def _check_block(X, y, weights, n_features, allow_unlabeled):
-    """Validate one row block where it lives; return ``(rows, labels, counts)``."""
+    """Validate one row block where it lives; return ``(rows, labels, counts, unlabeled)``
+    (``labels`` and ``counts`` of the labeled samples when ``allow_unlabeled``)."""
     X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, ensure_min_samples=0,
                     ensure_min_features=0)
     if X.shape[1] != n_features:
@@ -96,8 +111,9 @@ def _check_block(X, y, weights, n_features, allow_unlabeled):
                          f"{y.shape[0]}.")
     if weights is not None:
         check_sample_weight(weights, X.shape[0])
-    labels, counts = np.unique(y, return_counts=True)
-    return X.shape[0], labels, counts.astype(np.int64)
+    unlabeled = unlabeled_mask(y) if allow_unlabeled else np.zeros(y.shape[0], dtype=bool)
+    labels, counts = np.unique(y[~unlabeled], return_counts=True)
+    return X.shape[0], labels, counts.astype(np.int64), int(unlabeled.sum())
 
 
 def training_blocks(X, y, sample_weight=None, allow_unlabeled=False):
@@ -109,7 +125,9 @@ def training_blocks(X, y, sample_weight=None, allow_unlabeled=False):
     y : dask array, dask Series or array-like of shape (n_samples,)
     sample_weight : same kinds as ``y`` or None
     allow_unlabeled : bool
-        Semi-supervised data: ``-1`` marks an unlabeled sample (reported in ``labels``).
+        Semi-supervised data: ``-1`` marks an unlabeled sample, counted per block in
+        ``unlabeled`` and left out of ``labels``; the caller checks the labels (as
+        :func:`~stochsvm._core.validation.split_semi_supervised_labels` does in memory).
 
     Returns
     -------
@@ -136,20 +154,22 @@ def training_blocks(X, y, sample_weight=None, allow_unlabeled=False):
         for X_block, y_block, weight_block in zip(X_blocks, y_blocks, weight_blocks)
     ]
     results = compute(*checked)
-    sizes = np.asarray([size for size, _, _ in results], dtype=np.int64)
+    sizes = np.asarray([size for size, _, _, _ in results], dtype=np.int64)
     if sizes.sum() == 0:
         raise ValueError("Found array with 0 sample(s) (shape=(0, "
                          f"{n_features})) while a minimum of 1 is required.")
     if n_features == 0:
         raise ValueError("Found array with 0 feature(s) while a minimum of 1 is required.")
-    every_label = np.concatenate([labels for _, labels, _ in results])
+    every_label = np.concatenate([labels for _, labels, _, _ in results])
     labels, inverse = np.unique(every_label, return_inverse=True)
-    counts = np.bincount(inverse, weights=np.concatenate([c for _, _, c in results]),
+    counts = np.bincount(inverse, weights=np.concatenate([c for _, _, c, _ in results]),
                          minlength=len(labels)).astype(np.int64)
-    check_classification_targets(labels)
+    if not allow_unlabeled:
+        check_classification_targets(labels)
+    unlabeled = np.asarray([count for _, _, _, count in results], dtype=np.int64)
     # drop empty blocks: a partition without rows has nothing to train on
     keep = np.flatnonzero(sizes > 0)
     return TrainingBlocks(
         X=[X_blocks[i] for i in keep], y=[y_blocks[i] for i in keep],
         weights=[weight_blocks[i] for i in keep], sizes=sizes[keep], labels=labels,
-        counts=counts, n_features=n_features)
+        counts=counts, n_features=n_features, unlabeled=unlabeled[keep])

@@ -30,8 +30,10 @@ see :meth:`stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within
 
 The solvers that build structures from their training rows before the epochs -- S3GD's k-means
 anchors, anchor graph and class products (Alg. 1 of the S3GD paper), SSGD's k-means strata,
-SCV's per-class moments -- build them from each row block alone, once per fit, where the block
-lives (the results stay in that worker's memory for every round). Each block's epoch is then
+SCV's per-class moments -- build them from each row block alone, where the block lives: once per
+fit, kept in that worker's memory for every round, when they fit in a quarter of the workers'
+memory (S3GD's graph takes about ``48 n_neighbors`` bytes a row), and in every round beside the
+epoch otherwise (data beyond the workers' memory). Each block's epoch is then
 the in-memory algorithm on that block's rows: S3GD's approximate full gradient (eq. 22) comes
 from the block's own anchor graph, not from one graph over all rows, and the model average
 makes the global model. A block should hold at least a few times ``n_anchors`` rows (S3GD) or
@@ -49,6 +51,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
@@ -150,6 +153,63 @@ def _local_step(estimator, X, y, sample_weight, preparation, carried, models, cl
     return rows + n_rows, states, losses
 
 
+def _nbytes(value):
+    """Bytes of the arrays in ``value`` (nested dicts, lists, tuples and objects)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if sp.issparse(value):
+        return sum(getattr(value, name).nbytes for name in ("data", "indices", "indptr")
+                   if hasattr(value, name))
+    if isinstance(value, dict):
+        return sum(_nbytes(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(item) for item in value)
+    if hasattr(value, "__dict__"):
+        return _nbytes(vars(value))
+    return 0
+
+
+def _cluster_memory():
+    """Memory limit of the workers of the active client together (bytes), or None."""
+    try:
+        from distributed import get_client
+
+        limits = [worker.get("memory_limit") for worker in
+                  get_client().scheduler_info()["workers"].values()]
+    except (ImportError, ValueError):
+        return None
+    return None if not limits or not all(limits) else int(sum(limits))
+
+
+#: the share of the workers' memory that the blocks' kept structures may take
+PREPARED_MEMORY_SHARE = 0.25
+
+
+def _preparations(shared, blocks):
+    """The solver's structures of each row block (anchors, strata, moments), as dask objects.
+
+    They are built once where each block lives and kept there for every round when all of
+    them together fit in :data:`PREPARED_MEMORY_SHARE` of the workers' memory (measured on the
+    first block, in proportion to the rows); otherwise (data beyond the workers' memory) each
+    round builds them again beside its epoch and nothing is kept.
+    """
+    import dask
+
+    prepare = dask.delayed(_block_preparation, pure=True)
+    preparations = [prepare(shared["estimator"], X_block, y_block, weight_block,
+                            shared["classes"], shared["class_weights"], shared["positives"],
+                            shared["resolved"])
+                    for X_block, y_block, weight_block in zip(blocks.X, blocks.y,
+                                                              blocks.weights)]
+    (first,) = dask.persist(preparations[0])
+    first_bytes = compute(dask.delayed(_nbytes, pure=True)(first))[0]
+    needed = first_bytes * blocks.n_samples / max(int(blocks.sizes[0]), 1)
+    memory = _cluster_memory()
+    if memory is not None and needed > PREPARED_MEMORY_SHARE * memory:
+        return [first] + preparations[1:]
+    return [first, *dask.persist(*preparations[1:])]
+
+
 def _partition_total(carried):
     """A partition's result, its states weighted by its rows (for the weighted mean)."""
     rows, states, losses = carried
@@ -173,6 +233,48 @@ def n_partitions(estimator, n_blocks):
     n_jobs = estimator.n_jobs
     wanted = n_jobs if (n_jobs is not None and n_jobs > 0) else _worker_threads()
     return max(1, min(int(wanted), n_blocks))
+
+
+def _block_workers(X_blocks):
+    """``(worker of each block, threads of each worker)`` when every block is held in a
+    worker's memory (a persisted dask array), else None."""
+    try:
+        from distributed import Future, get_client
+
+        client = get_client()
+    except (ImportError, ValueError):
+        return None
+    futures = [Future(block.key, client=client) for block in X_blocks]
+    try:
+        holders = client.who_has(futures)
+    finally:
+        del futures
+    workers = [sorted(holders.get(block.key, ()))[:1] for block in X_blocks]
+    if not all(workers):
+        return None
+    return [worker for (worker,) in workers], client.nthreads()
+
+
+def _partitions(estimator, X_blocks):
+    """Row blocks grouped into the partitions that train side by side (arrays of indices).
+
+    On a persisted dask array, each worker's partitions hold only the blocks already in its
+    memory (one partition per worker thread), so a round moves solver states and never rows;
+    otherwise (blocks computed in the round, ``n_jobs`` given) consecutive blocks form
+    :func:`n_partitions` partitions.
+    """
+    n_jobs = estimator.n_jobs
+    located = None if (n_jobs is not None and n_jobs > 0) else _block_workers(X_blocks)
+    if located is None:
+        return np.array_split(np.arange(len(X_blocks)),
+                              n_partitions(estimator, len(X_blocks)))
+    owners, threads = located
+    partitions = []
+    for worker in sorted(set(owners)):
+        members = np.flatnonzero(np.asarray(owners) == worker)
+        parts = min(max(1, int(threads.get(worker, 1))), len(members))
+        partitions.extend(np.array_split(members, parts))
+    return partitions
 
 
 def _is_number(value):
@@ -317,15 +419,8 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
             chosen.append(models[index][1:])
         return float(objective), chosen
 
-    partitions = np.array_split(np.arange(len(blocks.X)), n_partitions(estimator,
-                                                                       len(blocks.X)))
-    # the solver's structures of each block (anchors, strata, moments), built once where the
-    # block lives and kept there for every round
-    prepare = dask.delayed(_block_preparation, pure=True)
-    preparations = dask.persist(*[
-        prepare(shared["estimator"], X_block, y_block, weight_block, shared["classes"],
-                shared["class_weights"], shared["positives"], shared["resolved"])
-        for X_block, y_block, weight_block in zip(blocks.X, blocks.y, blocks.weights)])
+    partitions = _partitions(estimator, blocks.X)
+    preparations = _preparations(shared, blocks)
     step = dask.delayed(_local_step, pure=True)
     total = dask.delayed(_partition_total, pure=True)
 

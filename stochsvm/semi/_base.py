@@ -45,6 +45,12 @@ A subclass that reads its unlabeled samples a batch at a time sets the class att
 ``_unlabeled_by_rows = True`` and gets ``X_unlabeled`` as a :class:`RowSubset` (``shape``,
 ``dtype`` and row indexing, gathered on demand) instead of the copy ``X[unlabeled]``, which
 costs O(n d) time and memory (1.5 GiB at n = 10^7, d = 20).
+On dask input (:mod:`stochsvm.distributed.semi`) ``X_unlabeled`` is a
+:class:`~stochsvm.distributed.semi.DistributedRows` with the same interface plus
+``plan_batches(rng, n_labeled, labeled_batch, unlabeled_batch, n_iterations)``: a training loop
+calls it, when present, just before it draws its batches with
+:func:`~stochsvm.semi.tsgs3vm.batch_schedule` from ``rng``, so that the rows of the coming
+iterations are fetched ahead (in rounds) from the row blocks that hold them.
 For more than two labeled classes one binary problem per class is solved (class against the
 rest, the unlabeled samples shared); ``binary_models_[k]`` belongs to ``classes_[k]``. For two
 classes there is one problem, with ``classes_[1]`` as the positive class.

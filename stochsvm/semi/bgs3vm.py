@@ -316,6 +316,14 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         ``objective`` (when tracked), ``seconds``, ``problem``.
     n_iter_ : int
         Number of SGD iterations (largest over the binary problems).
+
+    Notes
+    -----
+    A baseline of the TSGS3VM paper, without the supervised check of
+    :class:`~stochsvm.TSGS3VM` (``safe_folds``): the unlabeled term is always on and can cost
+    accuracy against an ``SVC`` on the labels where the classes overlap
+    (``benchmarks/BENCHMARKS.md``, section "TSGS3VM against supervised"). Compare with that
+    baseline by cross-validation with :class:`~stochsvm.semi.model_selection.LabeledKFold`.
     """
 
     _binary_model_field = DictField({

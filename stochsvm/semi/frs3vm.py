@@ -77,6 +77,9 @@ def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_s
     # a constant step, or one step per iteration (``step_schedule="decreasing"``)
     steps = np.broadcast_to(np.asarray(step, dtype=np.float64), (n_iterations,))
     n_done = samples_seen = 0
+    if hasattr(X_unlabeled, "plan_batches"):  # rows held elsewhere (dask input): fetched
+        # ahead, from the same draws (stochsvm.distributed.semi)
+        X_unlabeled.plan_batches(rng, n_labeled, labeled_batch, unlabeled_batch, n_iterations)
     schedule = batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch,
                               n_iterations)
     for iteration, (labeled_indices, unlabeled_indices) in enumerate(schedule):
@@ -152,10 +155,21 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     n_iter_ : int
     history_ : list of dict
     n_features_in_ : int
+
+    Notes
+    -----
+    A baseline of the paper, without the supervised check of :class:`~stochsvm.TSGS3VM`
+    (``safe_folds``): the unlabeled term is always on and, as in TSGS3VM without the check,
+    can cost accuracy against an ``SVC`` on the labels where the classes overlap
+    (``benchmarks/BENCHMARKS.md``, section "TSGS3VM against supervised"). Compare with that
+    baseline by cross-validation with :class:`~stochsvm.semi.model_selection.LabeledKFold`.
     """
 
     # training reads the unlabeled samples a batch at a time: no copy of them (see _base)
     _unlabeled_by_rows = True
+    # dask input: the sampled rows are fetched from the row blocks that hold them
+    # (stochsvm.distributed.semi)
+    _distributed_training = "triply_stochastic"
 
     _binary_model_field = DictField({
         "coef": ArrayField("float", ("n_components",)),
