@@ -91,6 +91,9 @@ def test_default_demo_on_tiny_sizes_prints_one_table_and_writes_the_figure(tmp_p
         (row["task"], row["model"], row["accuracy"]) for row in rows]
     assert record["settings"]["kernel_samples"] == TINY.kernel_samples
     assert record["seconds"] > record["warm_up_seconds"] > 0
+    markdown = (tmp_path / "demo.md").read_text().splitlines()
+    assert markdown[0].startswith("| task | model | test accuracy |")
+    assert len(markdown) == 2 + len(rows)
 
 
 def test_a_fit_past_the_time_limit_is_killed_and_reported():

@@ -149,6 +149,26 @@ def format_table(rows, time_limit, workers):
     return lines
 
 
+def markdown_table(rows):
+    """The table of :func:`format_table` as a Markdown table (its rows only, no footnotes).
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows with their speed-ups (:func:`add_speed_ups`).
+
+    Returns
+    -------
+    list of str
+    """
+    header = ["task", "model", "test accuracy", "seconds", "speed-up", "memory",
+              "nonzero coef."]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        lines.append("| " + " | ".join(cell.replace("|", "/") for cell in _cells(row)) + " |")
+    return lines
+
+
 def _points(difference):
     if abs(difference) < ACCURACY_TIE:
         return "as accurate"

@@ -697,9 +697,11 @@ def run_scale_demo(settings=None, print_function=print, figure_path="stochsvm-de
                        "figure skipped: install matplotlib (pip install 'stochsvm[bench]')")
     seconds = time.perf_counter() - started
     if figure_path is not None:
-        record = write_record(rows, settings, seconds, warm_up_seconds,
-                              os.path.splitext(figure_path)[0] + ".json")
-        print_function(f"table: {record}")
+        stem = os.path.splitext(figure_path)[0]
+        record = write_record(rows, settings, seconds, warm_up_seconds, stem + ".json")
+        with open(stem + ".md", "w", encoding="utf-8") as handle:
+            handle.write("\n".join(report.markdown_table(rows)) + "\n")
+        print_function(f"table: {record} and {stem}.md")
     print_function(f"done in {seconds:.0f} s (of which {warm_up_seconds:.0f}"
                    " s loading or compiling the solvers).")
     return rows
