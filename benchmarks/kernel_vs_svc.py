@@ -14,9 +14,14 @@ Protocol
   ``C``), ``Nystroem + LinearSVC`` and ``RBFSampler + SGDClassifier(loss="hinge")`` with
   ``n_components = min(1000, n)`` and ``alpha = 1 / (C n)``. All with ``gamma = "scale"``
   (the same number, :math:`1/(d\,\mathrm{Var}\,X)` of the training set, for the peers).
+* Optional peer: scikit-learn-intelex's ``SVC`` (``sklearnex.svm.SVC``, oneDAL's SMO; a
+  benchmark-only dependency, ``pip install scikit-learn-intelex`` or the ``bench-intel``
+  extra), defaults but ``C``, with ``--intel-threads`` threads (1 by default, like the other
+  methods). Left out with a printed note when it does not import, or with ``--no-intel``.
 * ``C`` in {0.1, 1, 10, 100}; the two large Fashion-MNIST tasks at ``C = 10`` only
   (``--all-c`` for all four; SVC alone takes minutes per fit there).
-* Reported per row: test accuracy and fit seconds of every method, the SCS/SVC time ratio,
+* Reported per row: test accuracy and fit seconds of every method, the SCS/SVC time ratio
+  (and SCS/sklearnex),
   SCS iterations, final working-sample size :math:`|S_k|`, how the fit stopped, and the
   memory of :math:`Q^k`: in use (:math:`|S_k|^2` numbers of the resolved ``kernel_dtype``)
   and reserved (``max_samples``, or the largest sample the budget holds, squared: the bound
@@ -26,6 +31,9 @@ Run::
 
     python benchmarks/kernel_vs_svc.py --quick   # small and medium sets, a few minutes
     python benchmarks/kernel_vs_svc.py           # all sets, including 60k Fashion-MNIST
+    # the rows of results/kernel_vs_svc.md (with scikit-learn-intelex's SVC when installed)
+    python benchmarks/kernel_vs_svc.py --tasks shuttle_high_vs_rest,fashion_tshirt_vs_shirt,\
+        fashion_tops_vs_rest --shuttle-rows 16000
 
 Outputs: ``results/kernel_vs_svc[_quick].json`` and ``.md``.
 """
@@ -115,8 +123,28 @@ def _timed(make, X_train, y_train, X_test, y_test):
     return model, float(model.score(X_test, y_test)), seconds
 
 
-def run_row(task, C, X_train, X_test, y_train, y_test, stochsvm_version):
-    """One task at one C: every method side by side."""
+def intel_svc_class(threads):
+    """``sklearnex.svm.SVC`` with oneDAL limited to ``threads`` threads, and its version;
+    ``(None, reason)`` when scikit-learn-intelex does not import."""
+    try:
+        from importlib.metadata import version as distribution_version
+
+        import daal4py
+        from sklearnex.svm import SVC as IntelSVC
+
+        # the distribution's version (the module's __version__ can be a build placeholder)
+        version = distribution_version("scikit-learn-intelex")
+    except ImportError as error:  # optional benchmark-only dependency
+        return None, f"{type(error).__name__}: {error}"
+    except Exception as error:  # a broken installation is reported, not fatal
+        return None, f"{type(error).__name__}: {error}"
+    daal4py.daalinit(threads)
+    return IntelSVC, version
+
+
+def run_row(task, C, X_train, X_test, y_train, y_test, stochsvm_version, intel_svc=None):
+    """One task at one C: every method side by side (``intel_svc``: scikit-learn-intelex's
+    ``SVC`` class, or None to leave it out)."""
     import numpy as np
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.kernel_approximation import Nystroem, RBFSampler
@@ -150,6 +178,11 @@ def run_row(task, C, X_train, X_test, y_train, y_test, stochsvm_version):
     svc, row["svc_accuracy"], row["svc_seconds"] = _timed(
         lambda: SVC(C=C), X_train, y_train, X_test, y_test)
     row["svc_support"] = len(svc.support_)
+    if intel_svc is not None:
+        intel, row["intel_svc_accuracy"], row["intel_svc_seconds"] = _timed(
+            lambda: intel_svc(C=C), X_train, y_train, X_test, y_test)
+        row["intel_svc_support"] = int(len(intel.support_))
+        row["intel_time_ratio"] = row["scs_seconds"] / max(row["intel_svc_seconds"], 1e-9)
     row["time_ratio"] = row["scs_seconds"] / max(row["svc_seconds"], 1e-9)
     row["accuracy_gap_points"] = 100.0 * (row["svc_accuracy"] - row["scs_accuracy"])
     with warnings.catch_warnings():
@@ -168,12 +201,17 @@ def run_row(task, C, X_train, X_test, y_train, y_test, stochsvm_version):
 
 
 def markdown(rows, machine):
+    intel = any("intel_svc_accuracy" in r for r in rows)
     header = ("| task | n | C | SCS acc | SVC acc | gap (points) | SCS s | SVC s | SCS/SVC | "
               "iterations | stop | \\|S_k\\| | Q^k MiB used / reserved | Nystroem acc / s | "
               "RFF+SGD acc / s |")
-    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    if intel:
+        header += " sklearnex SVC acc / s | SCS/sklearnex |"
+        rule += "---|---|"
+    lines = [header, rule]
     for r in rows:
-        lines.append(
+        line = (
             f"| {r['task']} | {r['n_train']} | {r['C']:g} | {r['scs_accuracy']:.4f} | "
             f"{r['svc_accuracy']:.4f} | {r['accuracy_gap_points']:+.2f} | "
             f"{r['scs_seconds']:.2f} | {r['svc_seconds']:.2f} | {r['time_ratio']:.1f} | "
@@ -181,6 +219,11 @@ def markdown(rows, machine):
             f"{r.get('scs_kernel_used_mib', r['scs_kernel_mib']):.0f} / "
             f"{r['scs_kernel_mib']:.0f} | {r['nystroem_accuracy']:.4f} / "
             f"{r['nystroem_seconds']:.2f} | {r['rff_accuracy']:.4f} / {r['rff_seconds']:.2f} |")
+        if intel:
+            line += (f" {r['intel_svc_accuracy']:.4f} / {r['intel_svc_seconds']:.2f} | "
+                     f"{r['intel_time_ratio']:.2f} |" if "intel_svc_accuracy" in r
+                     else " - | - |")
+        lines.append(line)
     within = sum(r["accuracy_gap_points"] <= 0.5 for r in rows)
     lines += ["", f"Accuracy within 0.5 point of SVC (or above): {within} of {len(rows)} rows.",
               f"Machine: {machine}."]
@@ -201,6 +244,10 @@ def main(argv=None):
     parser.add_argument("--package", default=str(REPOSITORY),
                         help="folder holding the stochsvm package to measure (this checkout)")
     parser.add_argument("--out", default=None, help="output stem (default results/...)")
+    parser.add_argument("--no-intel", action="store_true",
+                        help="leave scikit-learn-intelex's SVC out")
+    parser.add_argument("--intel-threads", type=int, default=1,
+                        help="threads of scikit-learn-intelex's SVC (default 1)")
     arguments = parser.parse_args(argv)
     sys.path.insert(0, arguments.package)
     import stochsvm
@@ -231,6 +278,15 @@ def main(argv=None):
                                                                  np.arange(60) % 2)
     machine = machine_description()
     machine["load_average_at_start"] = os.getloadavg()
+    intel_svc = None
+    if not arguments.no_intel:
+        intel_svc, about = intel_svc_class(arguments.intel_threads)
+        if intel_svc is None:
+            print(f"scikit-learn-intelex's SVC left out: it does not import ({about}); "
+                  "pip install scikit-learn-intelex to add it.", flush=True)
+        else:
+            machine["scikit-learn-intelex"] = about
+            machine["intel_threads"] = arguments.intel_threads
     rows = []
     for task in tasks:
         split = load_task(task, arguments.data, shuttle_rows)
@@ -241,13 +297,17 @@ def main(argv=None):
         if task.startswith("fashion") and not arguments.all_c and not arguments.c_values:
             task_c = (10.0,)
         for C in task_c:
-            row = run_row(task, C, *split, stochsvm_version=stochsvm.__file__)
+            row = run_row(task, C, *split, stochsvm_version=stochsvm.__file__,
+                          intel_svc=intel_svc)
             row["load_average"] = os.getloadavg()[0]
             rows.append(row)
             print(f"{task} C={C:g}: SCS {row['scs_accuracy']:.4f} {row['scs_seconds']:.2f}s "
                   f"(it {row['scs_iterations']}, |S| {row['scs_sample_size']}, "
                   f"{row['scs_stop']}) | SVC {row['svc_accuracy']:.4f} "
-                  f"{row['svc_seconds']:.2f}s | ratio {row['time_ratio']:.1f}", flush=True)
+                  f"{row['svc_seconds']:.2f}s | ratio {row['time_ratio']:.1f}"
+                  + (f" | sklearnex {row['intel_svc_accuracy']:.4f} "
+                     f"{row['intel_svc_seconds']:.2f}s" if "intel_svc_accuracy" in row
+                     else ""), flush=True)
             Path(stem + ".json").write_text(json.dumps({"machine": machine, "rows": rows},
                                                        indent=1))
     Path(stem + ".md").write_text(markdown(rows, machine))

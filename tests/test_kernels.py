@@ -58,6 +58,88 @@ def test_float32_blocks():
     block = kernel_block(A, A, "rbf", 0.5, dtype=np.float32)
     assert block.dtype == np.float32
     np.testing.assert_allclose(block, rbf_kernel(A, A, gamma=0.5), rtol=1e-6)
+
+
+def _float32_tolerance(A, B, gamma, kernel):
+    """Bound on |float32 block - float64 block| of the float32 path: a few float32 roundings
+    of the largest term of the exponent (rbf: gamma (||a - mu||^2 + ||b - mu||^2) with mu the
+    mean of B; linear and poly: the products), times sqrt(d) for the matrix product's sum."""
+    eps = float(np.finfo(np.float32).eps)
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    if kernel == "rbf":
+        centre = B.mean(axis=0)
+        largest = gamma * (((A - centre) ** 2).sum(1).max() + ((B - centre) ** 2).sum(1).max())
+    else:
+        largest = np.sqrt((A ** 2).sum(1).max() * (B ** 2).sum(1).max())
+    return 8.0 * eps * np.sqrt(A.shape[1]) * max(largest, 1.0)
+
+
+@pytest.mark.parametrize("data", ["dense", "dense far from zero", "sparse"])
+@pytest.mark.parametrize("kernel,gamma", [("rbf", 0.05), ("rbf", 0.7), ("linear", 1.0),
+                                          ("poly", 0.1)])
+def test_float32_path_agrees_with_float64_within_float32_rounding(kernel, gamma, data):
+    # the float32 path (float32 matrix product, float64 squared norms, rbf centred on the mean
+    # of B) against the float64 block, for dense and CSR input and far-from-zero data (where
+    # ||a||^2 + ||b||^2 - 2 a'b cancels without the centring)
+    rng = np.random.RandomState(3)
+    offset = 50.0 if data == "dense far from zero" else 0.0
+    A, B = rng.randn(300, 20) + offset, rng.randn(170, 20) + offset
+    sparse = data == "sparse"
+    if sparse:
+        A[A < 0.5], B[B < 0.5] = 0.0, 0.0
+    a, b = (sp.csr_matrix(A), sp.csr_matrix(B)) if sparse else (A, B)
+    exact = kernel_block(a, b, kernel, gamma, 2, 1.0)
+    single = kernel_block(a, b, kernel, gamma, 2, 1.0, dtype=np.float32)
+    assert single.dtype == np.float32
+    tolerance = _float32_tolerance(A, B, gamma, kernel)
+    if kernel == "rbf":
+        # exp: the absolute error of the exponent becomes a relative error of the value
+        np.testing.assert_array_less(np.abs(single - exact), tolerance * exact + 1e-30)
+        assert tolerance < 1e-3  # a meaningful bound on these data
+    elif kernel == "linear":
+        np.testing.assert_allclose(single, exact, rtol=0, atol=tolerance)
+    else:
+        # (gamma a'b + c)^2: the error of gamma a'b times the derivative 2 (gamma a'b + c)
+        bound = 2.0 * np.abs(np.sqrt(np.abs(exact))) * gamma * tolerance + 4e-7 * np.abs(exact)
+        np.testing.assert_array_less(np.abs(single - exact), bound + 1e-30)
+
+
+def test_float32_block_of_a_set_against_itself_is_symmetric_with_unit_diagonal():
+    rng = np.random.RandomState(4)
+    X = rng.rand(500, 30).astype(np.float32) * 3.0
+    gram = kernel_block(X, X, "rbf", 0.02, dtype=np.float32)
+    np.testing.assert_array_equal(gram, gram.T)
+    np.testing.assert_allclose(np.diag(gram), 1.0, rtol=0, atol=1e-6)
+
+
+def test_float32_chunks_and_views_equal_one_block(monkeypatch):
+    rng = np.random.RandomState(5)
+    A, B = rng.randn(70, 6), rng.randn(40, 6)
+    whole = kernel_block(A, B, "rbf", 0.3, dtype=np.float32)
+    monkeypatch.setattr(kernels, "_SINGLE_CHUNK_BYTES", 4 * 40 * 3)
+    monkeypatch.setattr(kernels, "_SINGLE_CHUNK_ROWS", 3)  # 3 rows per chunk
+    np.testing.assert_array_equal(kernel_block(A, B, "rbf", 0.3, dtype=np.float32), whole)
+    target = np.zeros((80, 50), dtype=np.float32)
+    kernel_block(A, B, "rbf", 0.3, dtype=np.float32, out=target[5:75, 10:50])
+    np.testing.assert_array_equal(target[5:75, 10:50], whole)
+    assert not target[:5].any() and not target[:, :10].any()
+    # a float32 view whose rows are not contiguous in memory takes the copying branch
+    strided = np.zeros((70, 80), dtype=np.float32)
+    kernel_block(A, B, "rbf", 0.3, dtype=np.float32, out=strided[:, ::2])
+    np.testing.assert_array_equal(strided[:, ::2], whole)
+
+
+def test_float64_blocks_do_not_change_with_the_float32_path():
+    # the float64 path is the one of before the float32 path: the same chained NumPy operations
+    rng = np.random.RandomState(6)
+    A, B = rng.randn(30, 5), rng.randn(20, 5)
+    products = A @ B.T
+    distances = (np.einsum("ij,ij->i", A, A)[:, None] + np.einsum("ij,ij->i", B, B)[None, :]
+                 - 2.0 * products)
+    expected = np.exp(-0.4 * np.maximum(distances, 0.0))
+    np.testing.assert_array_equal(kernel_block(A, B, "rbf", 0.4), expected)
+    np.testing.assert_array_equal(kernel_block(A, B, "laplacian", 0.4, dtype=np.float32),
+                                  kernel_block(A, B, "laplacian", 0.4).astype(np.float32))
     assert resolve_kernel_dtype("float32") == np.float32
     with pytest.raises(ValueError, match="kernel_dtype"):
         resolve_kernel_dtype("int64")

@@ -715,3 +715,41 @@ def test_mirror_rows_fills_the_columns_of_the_new_samples(dtype):
     gram[70:150, :150] = full[70:150, :150]  # rows of the new samples only
     mirror_rows(gram, 70, 150)
     np.testing.assert_array_equal(gram, full)
+
+
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_float32_kernel_gives_the_float64_model_to_tolerance(C):
+    # Q^k from the float32 kernel path (float32 matrix product, float64 norms) against the
+    # float64 one: the same objective and the same predictions up to float32 rounding
+    X, y = binary_digits()
+    settings = dict(C=C, random_state=0, n_iter_no_change=None, max_iter=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        double = SCSKernelSVC(kernel_dtype="float64", **settings).fit(X, y)
+        single = SCSKernelSVC(kernel_dtype="float32", **settings).fit(X, y)
+    assert single._kernel_dtype == "float32"
+    objective_double, objective_single = double.objective(X, y), single.objective(X, y)
+    assert objective_single == pytest.approx(objective_double, rel=2e-3)
+    agreement = np.mean(double.predict(X) == single.predict(X))
+    assert agreement >= 0.995
+    np.testing.assert_allclose(single.decision_function(X), double.decision_function(X),
+                               rtol=0, atol=0.05 * np.abs(double.decision_function(X)).max())
+
+
+def test_decision_values_over_a_float32_block_are_summed_in_float64():
+    from stochsvm.kernel._base import block_times_coefficients
+
+    rng = np.random.RandomState(7)
+    block = rng.rand(40, 3000).astype(np.float32)
+    coefficients = rng.randn(3, 3000)
+    exact = block.astype(np.float64) @ coefficients.T
+    summed = block_times_coefficients(block, coefficients)
+    assert summed.dtype == np.float64
+    np.testing.assert_allclose(summed, exact, rtol=1e-12, atol=1e-12)
+    # a float64 block, and a float32 view that is not C-ordered, take the matrix product
+    double = rng.rand(40, 3000)
+    np.testing.assert_array_equal(block_times_coefficients(double, coefficients),
+                                  double @ coefficients.T)
+    wide = rng.rand(40, 4000).astype(np.float32)
+    np.testing.assert_allclose(block_times_coefficients(wide[:, :3000], coefficients),
+                               wide[:, :3000].astype(np.float64) @ coefficients.T, rtol=1e-5)

@@ -43,7 +43,7 @@ from .._core.validation import (
 )
 
 __all__ = ["BaseKernelClassifier", "KERNEL_PARAMETER_CONSTRAINTS", "check_gram_budget",
-           "matvec", "symmetric_matvec"]
+           "block_times_coefficients", "matvec", "symmetric_matvec"]
 
 # rows per chunk of the prediction and objective kernel blocks (float64 temporaries)
 _PREDICTION_CHUNK_BYTES = 64 * 2**20
@@ -166,9 +166,10 @@ class BaseKernelClassifier(BaseClassifier):
         scores = np.zeros((X.shape[0], self.dual_coef_.shape[0]))
         if len(self.support_):
             chunk = self._chunk_rows(len(self.support_))
+            coefficients = np.ascontiguousarray(self.dual_coef_, dtype=np.float64)
             for start in range(0, X.shape[0], chunk):
                 block = self._kernel_values(X[start:start + chunk], self.support_vectors_)
-                scores[start:start + chunk] = block @ self.dual_coef_.T
+                scores[start:start + chunk] = block_times_coefficients(block, coefficients)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def _squared_norms_of_beta(self):
@@ -176,11 +177,12 @@ class BaseKernelClassifier(BaseClassifier):
         values = np.zeros(self.dual_coef_.shape[0])
         n_support = len(self.support_)
         chunk = self._chunk_rows(n_support)
+        coefficients = np.ascontiguousarray(self.dual_coef_, dtype=np.float64)
         for start in range(0, n_support, chunk):
             block = self._kernel_values(self.support_vectors_[start:start + chunk],
-                                 self.support_vectors_)
+                                        self.support_vectors_)
             values += np.einsum("ki,ik->k", self.dual_coef_[:, start:start + chunk],
-                                block @ self.dual_coef_.T)
+                                block_times_coefficients(block, coefficients))
         return values
 
     def objective(self, X, y, sample_weight=None):
@@ -220,6 +222,46 @@ def check_gram_budget(n_rows, n_columns, dtype, max_memory_mb, what, advice):
     """``MemoryError`` when an ``n_rows x n_columns`` matrix of ``dtype`` exceeds the budget."""
     check_memory_budget(float(np.dtype(dtype).itemsize) * n_rows * n_columns, max_memory_mb,
                         what, advice)
+
+
+@numba.njit(cache=True, fastmath=True)
+def _single_times_coefficients(block, coefficients):
+    """``block @ coefficients.T`` for a C-ordered float32 ``block``, each sum accumulated in
+    float64 (the float32 entries are widened one by one, the block is read once)."""
+    n_rows, n_columns = block.shape
+    n_problems = coefficients.shape[0]
+    out = np.zeros((n_rows, n_problems))
+    for i in range(n_rows):
+        row = block[i]
+        for problem in range(n_problems):
+            weights = coefficients[problem]
+            total = 0.0
+            for j in range(n_columns):
+                total += row[j] * weights[j]
+            out[i, problem] = total
+    return out
+
+
+def block_times_coefficients(block, coefficients):
+    r"""Decision values :math:`\sum_j a_{kj} K_{ij}`: ``block @ coefficients.T`` in float64.
+
+    Parameters
+    ----------
+    block : ndarray of shape (n_rows, n_support), float64 or float32
+        Kernel values against the support vectors.
+    coefficients : ndarray of shape (n_problems, n_support), float64
+        One row of coefficients :math:`a_k` per binary problem.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_problems), float64
+        A float64 block is multiplied by BLAS; a C-ordered float32 block is read once, each
+        sum accumulated in float64 (instead of a float64 copy of the block, four times
+        slower, or a float32 product, whose sums over many support vectors round in float32).
+    """
+    if block.dtype == np.float32 and block.flags.c_contiguous:
+        return _single_times_coefficients(block, coefficients)
+    return block @ coefficients.T
 
 
 def matvec(block, vector):
