@@ -738,7 +738,7 @@ def reproduce(paper, quick, out, smoke):
                    ".json).")
 @click.option("--time-limit", type=click.FloatRange(min=1.0), default=None,
               help="Seconds after which a fit is killed and reported as such "
-                   "[default: 20; not with --quick].")
+                   "[default: 25; not with --quick].")
 @_guard
 def demo(quick, figure_path, time_limit):
     """Train the headline solvers and the peers a user would otherwise pick; print a table

@@ -98,7 +98,7 @@ class DemoSettings:
     text_test_samples: int = 20_000
     text_features: int = 100_000
     tokens_per_document: int = 50
-    time_limit: float = 20.0
+    time_limit: float = 25.0
     workers: int = 2
     use_fashion_mnist: bool = True
     use_dask: bool = True

@@ -18,7 +18,7 @@ from sklearn.utils.validation import FLOAT_DTYPES
 
 from .._core.validation import check_sample_weight
 
-__all__ = ["TrainingBlocks", "training_blocks", "compute"]
+__all__ = ["TrainingBlocks", "cluster_memory", "compute", "training_blocks"]
 
 
 def compute(*collections):
@@ -27,6 +27,18 @@ def compute(*collections):
     import dask
 
     return dask.compute(*collections)
+
+
+def cluster_memory():
+    """Memory limit of the workers of the active client together (bytes), or None."""
+    try:
+        from distributed import get_client
+
+        limits = [worker.get("memory_limit") for worker in
+                  get_client().scheduler_info()["workers"].values()]
+    except (ImportError, ValueError):
+        return None
+    return None if not limits or not all(limits) else int(sum(limits))
 
 
 @dataclass

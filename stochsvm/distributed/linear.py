@@ -59,7 +59,7 @@ from sklearn.utils.validation import FLOAT_DTYPES
 
 from .._core.monitor import TrainingMonitor
 from .._core.validation import check_at_least_two_classes, check_class_weight_dict
-from ._data import compute, training_blocks
+from ._data import cluster_memory, compute, training_blocks
 
 __all__ = ["fit_model_averaging"]
 
@@ -169,18 +169,6 @@ def _nbytes(value):
     return 0
 
 
-def _cluster_memory():
-    """Memory limit of the workers of the active client together (bytes), or None."""
-    try:
-        from distributed import get_client
-
-        limits = [worker.get("memory_limit") for worker in
-                  get_client().scheduler_info()["workers"].values()]
-    except (ImportError, ValueError):
-        return None
-    return None if not limits or not all(limits) else int(sum(limits))
-
-
 #: the share of the workers' memory that the blocks' kept structures may take
 PREPARED_MEMORY_SHARE = 0.25
 
@@ -204,7 +192,7 @@ def _preparations(shared, blocks):
     (first,) = dask.persist(preparations[0])
     first_bytes = compute(dask.delayed(_nbytes, pure=True)(first))[0]
     needed = first_bytes * blocks.n_samples / max(int(blocks.sizes[0]), 1)
-    memory = _cluster_memory()
+    memory = cluster_memory()
     if memory is not None and needed > PREPARED_MEMORY_SHARE * memory:
         return [first] + preparations[1:]
     return [first, *dask.persist(*preparations[1:])]

@@ -22,7 +22,8 @@ so the rows of many iterations are known before the first of them runs. The fit 
    (:func:`~stochsvm.distributed._data.training_blocks`): ``classes_``, :math:`n_l`,
    :math:`n_u` and :math:`C^* = C n_l / n_u` as in memory, and the per-block counts of
    unlabeled rows that turn a global unlabeled index into ``(block, rank)``. With a
-   ``dask.distributed`` client the validated blocks are then persisted on the workers for the
+   ``dask.distributed`` client the validated blocks are then persisted on the workers (when
+   they take at most half of the workers' memory limits together) for the
    rounds of the fit (each round reads blocks from memory, not from the source of ``X``);
 2. one round that gathers the labeled rows (few: at most :data:`MAXIMUM_LABELED_ROWS`; every
    iteration revisits them, and the supervised check ``safe_folds`` fits on folds of them)
@@ -81,7 +82,7 @@ from sklearn.utils.validation import FLOAT_DTYPES
 from .._core.base import problem_seeds
 from .._core.validation import split_semi_supervised_labels
 from ..semi.tsgs3vm import batch_schedule
-from ._data import compute, training_blocks, unlabeled_mask
+from ._data import cluster_memory, compute, training_blocks, unlabeled_mask
 
 __all__ = ["BYTES_PER_ROUND", "ITERATIONS_PER_ROUND", "MAXIMUM_LABELED_ROWS",
            "DistributedRows", "fit_triply_stochastic"]
@@ -155,6 +156,10 @@ def _stack(parts, n_features, dtype, sparse):
     if sparse:
         return sp.vstack(parts, format="csr")
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
+
+#: the share of the workers' memory up to which the training blocks are kept there
+PERSISTED_MEMORY_SHARE = 0.5
 
 
 def _client():
@@ -369,8 +374,11 @@ def fit_triply_stochastic(estimator, X, y):
             "estimator of stochsvm.distributed.TRAINERS['model_averaging'].")
     client = _client()
     X_blocks, y_blocks = blocks.X, blocks.y
-    if client is not None:
-        # the validated blocks stay in the workers' memory for the rounds of the fit
+    memory = cluster_memory()
+    data_bytes = 8.0 * blocks.n_samples * (blocks.n_features + 1)
+    if client is not None and (memory is None or data_bytes <= PERSISTED_MEMORY_SHARE * memory):
+        # the validated blocks stay in the workers' memory for the rounds of the fit (data
+        # beyond half the workers' memory is read from its source by each round instead)
         X_blocks, y_blocks = client.persist(X_blocks), client.persist(y_blocks)
     transfers = Transfers(len(X_blocks))
     transfers.add(0, 0)  # the validation pass
