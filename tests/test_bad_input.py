@@ -249,9 +249,15 @@ def test_interrupted_refit_leaves_the_model_as_it_was(name, exception):
     labels = np.where(y_new == -1, -1, y_new + 10)
     interrupt = _Interrupt(exception)
     model.set_params(callback=interrupt)
+    if name == "TSGS3VM":
+        # the training loop reports the records; with the default supervised check and
+        # fewer than 50 labels the refit is an exact SVC on the labels, which reports none
+        model.set_params(safe_folds=None)
     with pytest.raises(exception):
         _fit(model, X_new, labels)
     model.set_params(callback=None)
+    if name == "TSGS3VM":
+        model.set_params(safe_folds=before["safe_folds"])
     assert interrupt.calls >= 1
     _assert_same_model(model, before, X)
     np.testing.assert_array_equal(model.predict(X), predictions)

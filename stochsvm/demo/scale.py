@@ -1,8 +1,8 @@
 r"""The default demo: the comparisons where size matters, each against the peers a user would
 otherwise pick.
 
-``python -m stochsvm`` (or ``stochsvm demo``) runs three comparisons in one and a half to two
-minutes on two cores, prints one table (:mod:`stochsvm.demo.report`) and writes
+``python -m stochsvm`` (or ``stochsvm demo``) runs three comparisons in about a minute and a
+half on two cores, prints one table (:mod:`stochsvm.demo.report`) and writes
 ``stochsvm-demo.png``:
 
 * **kernel** -- :class:`~stochsvm.SCSKernelSVC` (defaults) against scikit-learn's ``SVC``

@@ -488,8 +488,10 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     history_ : list of dict
         ``iteration``, ``samples_seen``, ``seconds``, batch ``labeled_loss`` (mean hinge) and
         ``unlabeled_loss`` (mean ``u``), ``problem``. With the supervised check, the records are
-        those of the S3VM on all the labels in the shared pass (also when the ``SVC`` is
-        returned); none when the labels are too few for the check.
+        those of the S3VM on all the labels in the shared pass; when the ``SVC`` on the labels
+        is returned (the check lost, or too few labels for it), one more record with
+        ``supervised_fallback=True``, ``iteration`` 0 and the ``SVC``'s mean hinge loss on the
+        labels as ``labeled_loss``.
     n_features_in_ : int
 
     Notes
@@ -673,11 +675,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             if (y_signed.shape[0] < MINIMUM_CHECKED_LABELS or counts.size < 2
                     or counts.min() < self._safe_folds):
                 # too few labels for the check to tell a gain from noise: the SVC
-                return (supervised_state(X_labeled, y_signed, C=self._C,
-                                         gamma=self._supervised_gamma,
-                                         kernel=self._kernel_name, seed=seed,
-                                         block_size=self._block_size, dtype=self._dtype),
-                        monitor.history, 0)
+                return self._supervised_fallback(X_labeled, y_signed, seed, monitor)
             from sklearn.model_selection import StratifiedKFold
 
             folds = StratifiedKFold(self._safe_folds, shuffle=True,
@@ -728,10 +726,19 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             supervised_wins += int(np.sum(supervised_right & ~semi_right))
         if unlabeled_term_passes(semi_wins, supervised_wins):
             return states[0], history, n_iter
-        return (supervised_state(X_labeled, y_signed, C=self._C, gamma=self._supervised_gamma,
+        return self._supervised_fallback(X_labeled, y_signed, seed, monitor)
+
+    def _supervised_fallback(self, X_labeled, y_signed, seed, monitor):
+        """The exact ``SVC`` on the labels (:func:`supervised_state`), with one history
+        record (``supervised_fallback``: True; the callback sees it as any record)."""
+        state = supervised_state(X_labeled, y_signed, C=self._C, gamma=self._supervised_gamma,
                                  kernel=self._kernel_name, seed=seed,
-                                 block_size=self._block_size, dtype=self._dtype),
-                history, 0)
+                                 block_size=self._block_size, dtype=self._dtype)
+        margins = y_signed * self._decision_binary(X_labeled, state)
+        monitor.record({"iteration": 0, "samples_seen": int(y_signed.shape[0]),
+                        "labeled_loss": float(np.maximum(0.0, 1.0 - margins).mean()),
+                        "unlabeled_loss": 0.0, "supervised_fallback": True})
+        return state, monitor.history, 0
 
     def _decision_binary(self, X, state):
         scores = random_feature_scores(
