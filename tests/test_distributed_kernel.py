@@ -112,6 +112,23 @@ def test_gamma_scale_and_sample_weight(client):
     assert not np.array_equal(unweighted.dual_coef_, on_dask.dual_coef_)
 
 
+def test_a_block_of_zero_weights_and_all_zero_weights(client):
+    """Weights are checked over the whole training set, as in memory: a block whose weights
+    are all zero is valid, weights that are zero everywhere are not."""
+    X, y = _moons(800)
+    weights = np.ones(len(y))
+    weights[:200] = 0.0  # the first block
+    in_memory = _fit(_estimator(), X, y, weights)
+    _assert_same_model(_fit(_estimator(), *_on_dask(X, y, chunks=200, weights=weights)),
+                       in_memory)
+    zeros = np.zeros(len(y))
+    with pytest.raises(ValueError) as expected:
+        _estimator().fit(X, y, sample_weight=zeros)
+    with pytest.raises(ValueError) as on_dask:
+        _estimator().fit(*_on_dask(X, y, chunks=200), sample_weight=da.from_array(zeros, 200))
+    assert str(on_dask.value) == str(expected.value)
+
+
 def test_same_seed_same_model_on_dask(client):
     X, y = _moons(1500)
     first = _fit(_estimator(), *_on_dask(X, y, chunks=300))

@@ -534,7 +534,10 @@ class SCSKernelSVC(BaseKernelClassifier):
         labels = np.zeros(capacity)
         sample_weights = np.zeros(capacity)
         sample_rows, labels[:size], sample_weights[:size] = source.take_rows(order[:size])
-        self._kernel_values(sample_rows, sample_rows, out=gram[:size, :size])
+        # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
+        # rank-k update whose rounding differs from the product of two arrays (the models of
+        # earlier versions, which indexed X twice, stay the same bit for bit)
+        self._kernel_values(sample_rows, sample_rows.copy(), out=gram[:size, :size])
         source.prefetch(order[size:size + self._test_size(size, capacity)])
         costs = C * sample_weights * (n / size)
         a, q_a, d, q_d, hinge, q_hinge = np.zeros((6, capacity))
@@ -701,7 +704,8 @@ class SCSKernelSVC(BaseKernelClassifier):
         products are extended."""
         new_size = size + count
         rows = gram[size:new_size, :size]
-        self._kernel_values(test_rows, test_rows, out=gram[size:new_size, size:new_size])
+        self._kernel_values(test_rows, test_rows.copy(),  # copy: see _fit_binary_adaptive
+                            out=gram[size:new_size, size:new_size])
         mirror_rows(gram, size, new_size)
         q_a[size:new_size] = matvec(rows, a[:size])
         q_d[size:new_size] = matvec(rows, d[:size])
