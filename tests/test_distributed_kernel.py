@@ -160,6 +160,15 @@ def test_sparse_blocks(client):
     assert sp.issparse(on_dask.support_vectors_)
 
 
+def test_dask_dataframe_and_series(client):
+    dataframe = pytest.importorskip("dask.dataframe")
+    pandas = pytest.importorskip("pandas")
+    X, y = _moons(900)
+    frame = dataframe.from_pandas(pandas.DataFrame(X), npartitions=3)
+    labels = dataframe.from_pandas(pandas.Series(y), npartitions=3)
+    _assert_same_model(_fit(_estimator(), frame, labels), _fit(_estimator(), X, y))
+
+
 def test_only_sampled_rows_travel(client, monkeypatch):
     """A fit on 20000 rows with a small working sample moves far fewer rows than n, and no
     dask array is ever computed whole on the client."""
