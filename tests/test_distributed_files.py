@@ -95,10 +95,36 @@ def test_train_on_a_cluster_refuses_a_solver_without_a_distributed_form(tmp_path
     _shards(tmp_path, n_files=2)
     runner = CliRunner()
     result = runner.invoke(main, ["train", str(tmp_path / "*.svm"), "--scheduler", "local:1",
-                                  "--solver", "SCSKernelSVC"])
+                                  "--solver", "KernelPegasosSVC"])
     assert result.exit_code == 1
-    assert "SCSKernelSVC does not train on a Dask cluster; solvers that do: " \
+    assert "KernelPegasosSVC does not train on a Dask cluster; solvers that do: " \
            "SADMMClassifier" in result.output
+    assert "SCSKernelSVC" in result.output
     result = runner.invoke(main, ["train", str(tmp_path / "none-*.svm"), "--scheduler",
                                   "local:1"])
     assert result.exit_code == 1 and "no file matches" in result.output
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_scs_trains_on_a_cluster_from_files_as_in_memory(tmp_path):
+    """SCSKernelSVC on the CSR blocks of LIBSVM files: the sampled rows are fetched from the
+    files' blocks, and the model is the in-memory model of the same rows."""
+    paths, _, _ = _shards(tmp_path, n_files=3, rows=200)
+    model_path = tmp_path / "scs.stochsvm"
+    params = ["--param", "random_state=0", "--param", "gamma=0.1", "--param",
+              "initial_samples=50", "--param", "max_iter=100"]
+    result = CliRunner().invoke(main, ["train", str(tmp_path / "part-*.svm"), "--scheduler",
+                                       "local:1", "--solver", "SCSKernelSVC", *params,
+                                       "--out", str(model_path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    model = io.load(model_path)
+    pairs = load_libsvm_files(paths)
+    X = sp.vstack([pair[0] for pair in pairs], format="csr")
+    y = np.concatenate([pair[1] for pair in pairs])
+    from stochsvm import SCSKernelSVC
+
+    in_memory = SCSKernelSVC(random_state=0, gamma=0.1, initial_samples=50,
+                             max_iter=100).fit(X, y)
+    np.testing.assert_array_equal(model.support_, in_memory.support_)
+    np.testing.assert_array_equal(model.dual_coef_, in_memory.dual_coef_)
+    np.testing.assert_array_equal(model.decision_function(X), in_memory.decision_function(X))

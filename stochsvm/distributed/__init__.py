@@ -22,6 +22,14 @@ the ordinary in-memory model (it saves, loads and predicts on NumPy input as bef
   generator of an in-memory fit, and each round fetches only the rows sampled for the next
   iterations from the blocks that hold them, while the client applies eq. (7) of the TSGS3VM
   paper to the previous ones. For a fixed ``random_state`` the model is the in-memory model.
+* ``"sampled_rows"`` (:mod:`stochsvm.distributed.kernel`): ``SCSKernelSVC`` (adaptive
+  sampling, the default). One pass validates the blocks and counts the labels; the random
+  permutation that orders the growing sample :math:`S_k` and the validation samples
+  :math:`T_k` is drawn on the client with the generator of an in-memory fit, and each round
+  fetches only the rows of :math:`S_0` or of the next :math:`T_k`, with their labels and
+  weights, from the blocks that hold them; :math:`Q^k` grows on the client as in memory. For
+  a fixed ``random_state`` the model is the in-memory model, and the rows moved are those of
+  the samples (at most ``max_samples`` plus one :math:`T_k` per binary problem).
 
 The other estimators refuse dask input with a message saying why (the exact small-n
 references name their size limit) and what to do instead.
@@ -42,6 +50,7 @@ TRAINERS = {
                         "PegasosClassifier", "MiniBatchSGDClassifier", "ProxSVRGClassifier",
                         "S3GDClassifier", "StratifiedSGDClassifier", "SCVClassifier"),
     "triply_stochastic": ("TSGS3VM", "FRS3VM"),
+    "sampled_rows": ("SCSKernelSVC",),
 }
 
 
@@ -64,6 +73,10 @@ def fit(estimator, X, *args, **kwargs):
         from .semi import fit_triply_stochastic
 
         return fit_triply_stochastic(estimator, X, *args, **kwargs)
+    if form == "sampled_rows":
+        from .kernel import fit_sampled_rows
+
+        return fit_sampled_rows(estimator, X, *args, **kwargs)
     raise ValueError(f"unknown distributed form {form!r}")  # pragma: no cover
 
 

@@ -121,11 +121,18 @@ def _check_block(X, y, weights, n_features, allow_unlabeled):
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"a row block of X has {X.shape[0]} rows but its labels "
                          f"{y.shape[0]}.")
+    positive = False
     if weights is not None:
-        check_sample_weight(weights, X.shape[0])
+        values = np.asarray(weights, dtype=np.float64)
+        positive = bool(np.any(values > 0))
+        # a block whose weights are all zero is valid: "not all zero" holds for the whole
+        # training set (checked by training_blocks), as in memory
+        if positive or not (values.ndim == 1 and values.shape[0] == X.shape[0]
+                            and np.all(values == 0)):
+            check_sample_weight(values, X.shape[0])
     unlabeled = unlabeled_mask(y) if allow_unlabeled else np.zeros(y.shape[0], dtype=bool)
     labels, counts = np.unique(y[~unlabeled], return_counts=True)
-    return X.shape[0], labels, counts.astype(np.int64), int(unlabeled.sum())
+    return X.shape[0], labels, counts.astype(np.int64), int(unlabeled.sum()), positive
 
 
 def training_blocks(X, y, sample_weight=None, allow_unlabeled=False):
@@ -166,19 +173,21 @@ def training_blocks(X, y, sample_weight=None, allow_unlabeled=False):
         for X_block, y_block, weight_block in zip(X_blocks, y_blocks, weight_blocks)
     ]
     results = compute(*checked)
-    sizes = np.asarray([size for size, _, _, _ in results], dtype=np.int64)
+    sizes = np.asarray([size for size, _, _, _, _ in results], dtype=np.int64)
     if sizes.sum() == 0:
         raise ValueError("Found array with 0 sample(s) (shape=(0, "
                          f"{n_features})) while a minimum of 1 is required.")
     if n_features == 0:
         raise ValueError("Found array with 0 feature(s) while a minimum of 1 is required.")
-    every_label = np.concatenate([labels for _, labels, _, _ in results])
+    if weights is not None and not any(positive for *_, positive in results):
+        check_sample_weight(np.zeros(1), 1)  # the in-memory error: every weight is zero
+    every_label = np.concatenate([labels for _, labels, _, _, _ in results])
     labels, inverse = np.unique(every_label, return_inverse=True)
-    counts = np.bincount(inverse, weights=np.concatenate([c for _, _, c, _ in results]),
+    counts = np.bincount(inverse, weights=np.concatenate([c for _, _, c, _, _ in results]),
                          minlength=len(labels)).astype(np.int64)
     if not allow_unlabeled:
         check_classification_targets(labels)
-    unlabeled = np.asarray([count for _, _, _, count in results], dtype=np.int64)
+    unlabeled = np.asarray([count for _, _, _, count, _ in results], dtype=np.int64)
     # drop empty blocks: a partition without rows has nothing to train on
     keep = np.flatnonzero(sizes > 0)
     return TrainingBlocks(

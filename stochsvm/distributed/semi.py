@@ -116,16 +116,19 @@ def _labeled_part(X, y, moments):
     X = _block_array(X)
     y = np.asarray(y)
     labeled = np.flatnonzero(~unlabeled_mask(y, UNLABELED))
-    statistics = None
-    if moments:
-        if sp.issparse(X):
-            statistics = ("sparse", X.shape[0] * X.shape[1], float(X.sum()),
-                          float(X.multiply(X).sum()))
-        else:
-            values = X.reshape(-1).astype(np.float64)
-            mean = float(values.mean()) if values.size else 0.0
-            statistics = ("dense", values.size, mean, float(np.sum((values - mean) ** 2)))
+    statistics = block_moments(X) if moments else None
     return X[labeled], y[labeled], statistics
+
+
+def block_moments(X):
+    """The moments of a validated row block that :func:`_variance` combines: entry count,
+    mean and sum of squared deviations (dense), or entry count, sum and sum of squares
+    (CSR)."""
+    if sp.issparse(X):
+        return ("sparse", X.shape[0] * X.shape[1], float(X.sum()), float(X.multiply(X).sum()))
+    values = X.reshape(-1).astype(np.float64)
+    mean = float(values.mean()) if values.size else 0.0
+    return ("dense", values.size, mean, float(np.sum((values - mean) ** 2)))
 
 
 def _unlabeled_rows(X, y, ranks):

@@ -95,13 +95,18 @@ class BaseKernelClassifier(BaseClassifier):
                             dtype=self._kernel_dtype, out=out)
 
     def _resolve_kernel(self, X):
+        self._resolve_kernel_from(X.shape[0], resolve_gamma(self.gamma, X))
+
+    def _resolve_kernel_from(self, n_samples, gamma):
+        """The fitted kernel parameters for ``n_samples`` training samples and the resolved
+        width ``gamma`` (dask input resolves ``"scale"`` from the blocks' moments)."""
         self._kernel_name = self.kernel
-        self._gamma = resolve_gamma(self.gamma, X)
+        self._gamma = float(gamma)
         self._degree = int(self.degree)
         self._coef0 = float(self.coef0)
         dtype = self.kernel_dtype
         if isinstance(dtype, str) and dtype == "auto":
-            dtype = self._automatic_kernel_dtype(X.shape[0])
+            dtype = self._automatic_kernel_dtype(n_samples)
         self._kernel_dtype = resolve_kernel_dtype(dtype).name
         self._max_memory_mb = float(self.max_memory_mb)
 

@@ -187,6 +187,7 @@ from numbers import Integral, Real
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -351,6 +352,10 @@ class SCSKernelSVC(BaseKernelClassifier):
 
     _fitted_fields = {"sample_size_": ArrayField("int", ("n_problems",), minimum=0)}
 
+    #: dask input: the sampled rows are fetched from the blocks that hold them
+    #: (:mod:`stochsvm.distributed.kernel`)
+    _distributed_training = "sampled_rows"
+
     _parameter_constraints = {
         "initial_samples": [Interval(Integral, 1, None, closed="left")],
         "samples_per_iter": [Interval(Integral, 1, None, closed="left")],
@@ -487,8 +492,14 @@ class SCSKernelSVC(BaseKernelClassifier):
 
     # ----------------------------------------------------------------------------------
     def _fit_binary(self, X, signs, weights, rng, index):
+        """One binary problem. ``X`` is the training matrix (``signs`` and ``weights`` then
+        hold the signed labels and the weights of every sample), or, with adaptive sampling,
+        a row source with ``shape`` and ``take_rows(indices) -> (rows, signs, weights)``
+        (``signs`` and ``weights`` are then ignored): the rows of dask input, fetched from
+        the blocks that hold them (:mod:`stochsvm.distributed.kernel`)."""
         if self._sampling == "adaptive":
-            return self._fit_binary_adaptive(X, signs, weights, rng, index)
+            source = X if hasattr(X, "take_rows") else InMemoryRows(X, signs, weights)
+            return self._fit_binary_adaptive(source, rng, index)
         return self._fit_binary_every_iteration(X, signs, weights, rng, index)
 
     # ----------------------------------------------------------------------------------
@@ -502,10 +513,15 @@ class SCSKernelSVC(BaseKernelClassifier):
         return (n, self._capacity, self._C, self._metric == "euclidean", monitor,
                 rng.permutation(n))
 
-    def _fit_binary_adaptive(self, X, signs, weights, rng, index):
+    def _fit_binary_adaptive(self, source, rng, index):
         """One binary problem with adaptive sampling: compiled iterations on a fixed
-        :math:`S_k`, the validation test of :math:`T_k` between them (module docstring)."""
-        n, capacity, C, euclidean, monitor, order = self._problem_start(X, rng, index)
+        :math:`S_k`, the validation test of :math:`T_k` between them (module docstring).
+
+        The training rows are read only through ``source.take_rows(order[start:stop])``:
+        :math:`S_0 = ` ``order[:size]`` once, then each new :math:`T_k` (the next points of
+        the permutation) once; :math:`S_k` grows by rows already read. The labels and
+        weights of a sample arrive with its rows."""
+        n, capacity, C, euclidean, monitor, order = self._problem_start(source, rng, index)
         # S_k = order[:size], T_k = the next points of order
         size = self._initial_samples
         # Q^k in the leading size x size block of a width x width matrix, rows of T_k below
@@ -514,9 +530,15 @@ class SCSKernelSVC(BaseKernelClassifier):
         # huge pages, for every short row)
         buffer = np.empty(capacity * capacity, dtype=self._kernel_dtype)
         gram = buffer[:size * size].reshape(size, size)
-        labels = np.ascontiguousarray(signs[order[:capacity]], dtype=np.float64)
-        sample_weights = np.ascontiguousarray(weights[order[:capacity]], dtype=np.float64)
-        self._kernel_values(X[order[:size]], X[order[:size]], out=gram[:size, :size])
+        # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
+        labels = np.zeros(capacity)
+        sample_weights = np.zeros(capacity)
+        sample_rows, labels[:size], sample_weights[:size] = source.take_rows(order[:size])
+        # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
+        # rank-k update whose rounding differs from the product of two arrays (the models of
+        # earlier versions, which indexed X twice, stay the same bit for bit)
+        self._kernel_values(sample_rows, sample_rows.copy(), out=gram[:size, :size])
+        source.prefetch(order[size:size + self._test_size(size, capacity)])
         costs = C * sample_weights * (n / size)
         a, q_a, d, q_d, hinge, q_hinge = np.zeros((6, capacity))
         work = np.zeros((N_WORK, capacity))
@@ -566,19 +588,25 @@ class SCSKernelSVC(BaseKernelClassifier):
                 # steps 9-13: T_k, the next points of the permutation (independent of S_k),
                 # estimates F at the incumbent; S_k grows when it disagrees with f_k
                 next_check = done + check_every
-                count = min(max(self._samples_per_iter, size), capacity - size)
+                count = self._test_size(size, capacity)
                 if gram.shape[0] < size + count:
                     gram = widen(buffer, gram.shape[0], size, size + count)
                 if tested != count:
-                    self._kernel_values(X[order[size:size + count]], X[order[:size]],
+                    (test_rows, labels[size:size + count],
+                     sample_weights[size:size + count]) = source.take_rows(
+                        order[size:size + count])
+                    self._kernel_values(test_rows, sample_rows,
                                         out=gram[size:size + count, :size])
                     tested = count
                 test, error_bound = self._validation_test(
-                    gram, size, count, order, signs, weights, labels, sample_weights, a, q_a, n)
+                    gram, size, count, labels, sample_weights, a, q_a, n)
                 if test > self._sampling_tol and error_bound > self._error_tol:
-                    self._grow(X, order, gram, size, count, a, q_a, d, q_d)
+                    self._grow(test_rows, gram, size, count, a, q_a, d, q_d)
+                    sample_rows = _stack_rows(sample_rows, test_rows)
                     size += count
                     tested = 0
+                    if size < capacity:  # the next T_k travels while the iterations run
+                        source.prefetch(order[size:size + self._test_size(size, capacity)])
                     costs = C * sample_weights * (n / size)
                     state[[FRESH, RESTART, NULL_STEP, SPREAD]] = (1.0, 1.0, 0.0, 0.0)
                     state[DELTA] = self._delta_init * scale
@@ -597,7 +625,9 @@ class SCSKernelSVC(BaseKernelClassifier):
                                     stalled_flag) in enumerate(rows.tolist(), iteration + 1)]
             if test is not None and entries:
                 entries[-1]["validation_gap"] = float(test)
+            transfers = source.totals()  # dask input: the rows and bytes moved so far
             for record in entries:
+                record.update(transfers)
                 model = None
                 if self.callback is not None:
                     model = {"coefficients": a[:size].copy(), "indices": order[:size].copy()}
@@ -634,12 +664,16 @@ class SCSKernelSVC(BaseKernelClassifier):
         coefficients[order[:size]] = a[:size]
         return coefficients, monitor.history, iteration, {"sample_size": size}
 
-    def _validation_test(self, gram, size, count, order, signs, weights, labels,
-                         sample_weights, a, q_a, n):
+    def _test_size(self, size, capacity):
+        r""":math:`|T_k| = \max(|s_k|, |S_k|)`, at most the room left below the capacity."""
+        return min(max(self._samples_per_iter, size), capacity - size)
+
+    def _validation_test(self, gram, size, count, labels, sample_weights, a, q_a, n):
         r"""The two statistics of the sampling test on :math:`T_k` (module docstring).
 
-        :math:`T_k` is the ``count`` points after :math:`S_k` in ``order``, with kernel rows
-        against :math:`S_k` in ``gram[size:size + count, :size]``.
+        :math:`T_k` is the ``count`` points after :math:`S_k` in the permutation, with kernel
+        rows against :math:`S_k` in ``gram[size:size + count, :size]`` and labels and weights
+        in ``labels[size:size + count]`` and ``sample_weights[size:size + count]``.
 
         Returns
         -------
@@ -652,11 +686,10 @@ class SCSKernelSVC(BaseKernelClassifier):
             incumbent misclassifies: about a 95% upper bound on its misclassification rate
             (exactly so, "the rule of three", when :math:`e = 0`).
         """
-        points = order[size:size + count]
         scores = matvec(gram[size:size + count, :size], a[:size])
         quadratic = 0.5 * float(a[:size] @ q_a[:size])
-        margins = signs[points] * scores
-        validation = weights[points] @ np.maximum(0.0, 1.0 - margins) / count
+        margins = labels[size:size + count] * scores
+        validation = sample_weights[size:size + count] @ np.maximum(0.0, 1.0 - margins) / count
         sample = sample_weights[:size] @ np.maximum(0.0, 1.0 - labels[:size] * q_a[:size]) / size
         estimate = quadratic + self._C * n * float(validation)
         model = quadratic + self._C * n * float(sample)
@@ -664,13 +697,14 @@ class SCSKernelSVC(BaseKernelClassifier):
         errors = float(np.count_nonzero(margins <= 0.0))
         return gap, (errors + 3.0) / count
 
-    def _grow(self, X, order, gram, size, count, a, q_a, d, q_d):
+    def _grow(self, test_rows, gram, size, count, a, q_a, d, q_d):
         """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
         :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
-        against itself is computed, and the zero-padded products are extended."""
+        (training rows ``test_rows``) against itself is computed, and the zero-padded
+        products are extended."""
         new_size = size + count
         rows = gram[size:new_size, :size]
-        self._kernel_values(X[order[size:new_size]], X[order[size:new_size]],
+        self._kernel_values(test_rows, test_rows.copy(),  # copy: see _fit_binary_adaptive
                             out=gram[size:new_size, size:new_size])
         mirror_rows(gram, size, new_size)
         q_a[size:new_size] = matvec(rows, a[:size])
@@ -894,7 +928,11 @@ class SCSKernelSVC(BaseKernelClassifier):
 
         Parameters
         ----------
-        X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        X : {ndarray, sparse matrix, dask array} of shape (n_samples, n_features)
+            A dask array (or DataFrame) is trained on where its row blocks live, with
+            adaptive sampling: only the rows the samples :math:`S_k` and :math:`T_k` draw
+            travel to the client, and the model is the in-memory model for the same
+            ``random_state`` (:mod:`stochsvm.distributed.kernel`).
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
             Multiplies ``C`` sample by sample.
@@ -907,6 +945,34 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.sample_size_ = np.asarray([extra["sample_size"] for extra in self._problem_extras])
         del self._problem_extras
         return self
+
+
+class InMemoryRows:
+    """The training rows of an in-memory fit as a row source of the adaptive schedule:
+    ``take_rows(indices)`` returns ``(X[indices], signs[indices], weights[indices])``."""
+
+    def __init__(self, X, signs, weights):
+        self._X = X
+        self._signs = signs
+        self._weights = weights
+        self.shape = X.shape
+
+    def take_rows(self, indices):
+        return self._X[indices], self._signs[indices], self._weights[indices]
+
+    def prefetch(self, indices):
+        """Nothing to fetch ahead in memory."""
+
+    def totals(self):
+        """No transfers in memory."""
+        return {}
+
+
+def _stack_rows(first, second):
+    """The rows of ``first`` followed by those of ``second`` (dense or CSR)."""
+    if sp.issparse(first):
+        return sp.vstack([first, second], format="csr")
+    return np.concatenate([first, second], axis=0)
 
 
 class _ValidationRows:
