@@ -395,8 +395,16 @@ def _liblinear_no_intercept(X, y, C):
     problems it stops ~1e-2 above the optimum: only a one-sided comparison
     is meaningful.
     """
+    import ctypes
+    import ctypes.util
+
     from liblinear.liblinearutil import train
 
+    # LIBLINEAR orders its coordinates with the C library's rand(): seeded here, its capped
+    # result no longer depends on which tests ran before in the same process
+    library = ctypes.util.find_library("c")
+    if library is not None:
+        ctypes.CDLL(library).srand(1)
     model = train(y, X, f"-s 3 -c {C!r} -B -1 -e 1e-8 -q")
     coef = np.asarray(model.get_decfun(0)[0])
     return coef if model.get_labels()[0] == 1 else -coef
