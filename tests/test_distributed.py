@@ -5,6 +5,7 @@ import pytest
 
 from stochsvm import io, registry
 
+from .dask_cluster import local_client
 from .estimators import small_estimator
 
 da = pytest.importorskip("dask.array")
@@ -16,10 +17,8 @@ SEMI = {name for name, entry in registry.SOLVERS.items() if entry.problem == "se
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
+    with local_client() as client:
+        yield client
 
 
 def _data(name, n_classes):

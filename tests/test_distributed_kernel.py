@@ -1,6 +1,5 @@
 """SCSKernelSVC on dask input: the in-memory model, from the sampled rows only."""
 
-import importlib
 import warnings
 
 import numpy as np
@@ -17,17 +16,15 @@ from stochsvm.kernel import KernelPegasosSVC, SCSKernelSVC, WolfeKernelSVC
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("dask.distributed")
 
+from .dask_cluster import local_client  # noqa: E402
+
 DISTRIBUTED_KEYS = {"rounds", "rows_moved", "bytes_moved", "partitions"}
 
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            # the workers import the package once here, not in the first test
-            client.run(importlib.import_module, "stochsvm.distributed.kernel")
-            yield client
+    with local_client("stochsvm.distributed.kernel") as client:
+        yield client
 
 
 def _moons(n_samples=2000):

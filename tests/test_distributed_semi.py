@@ -1,6 +1,5 @@
 """TSGS3VM and FRS3VM on dask input: the in-memory model, from the sampled rows only."""
 
-import importlib
 
 import numpy as np
 import pytest
@@ -14,27 +13,21 @@ from stochsvm.distributed import TRAINERS
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("dask.distributed")
 
+from .dask_cluster import local_client  # noqa: E402
+from .test_tsgs3vm import semi_split  # noqa: E402
+
 SEMI_TRAINERS = TRAINERS["triply_stochastic"]
 
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            # the workers import the package once here, not in the first test
-            client.run(importlib.import_module, "stochsvm.distributed.semi")
-            yield client
+    with local_client("stochsvm.distributed.semi") as client:
+        yield client
 
 
 def _semi(y, per_class, seed=0):
     """Keep ``per_class`` labels of each class, mark the rest -1."""
-    rng = np.random.RandomState(seed)
-    y_semi = np.full_like(y, -1)
-    for label in np.unique(y):
-        chosen = rng.choice(np.flatnonzero(y == label), per_class, replace=False)
-        y_semi[chosen] = y[chosen]
-    return y_semi
+    return semi_split(y, per_class, seed)
 
 
 def _moons(n_samples=2000, per_class=20):

@@ -10,6 +10,7 @@ import stochsvm
 from stochsvm import io, registry
 from stochsvm.distributed import TRAINERS
 
+from .dask_cluster import local_client
 from .reference import exact_l2_hinge
 
 da = pytest.importorskip("dask.array")
@@ -23,10 +24,8 @@ EXACT = ("SelfLabelingTSVM", "CCCPTSVM", "WolfeKernelSVC")
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
+    with local_client() as client:
+        yield client
 
 
 def _data(n_classes=2, n_samples=2000):

@@ -298,6 +298,26 @@ def _stack_rows(A, B):
     return np.concatenate([A, B], axis=0)
 
 
+def _feature_groups(n_blocks, block_size, seed, n_features, gamma, kernel, omega, offset,
+                    dtype, compute_dtype):
+    """The feature blocks of a model in groups of at most ``_COLUMNS_PER_GROUP`` columns:
+    ``(columns, omega, offset)`` per group, from the cache (``omega``, ``offset``) when given,
+    else regenerated from ``seed`` in ``dtype``; both cast to ``compute_dtype``."""
+    blocks_per_group = max(1, _COLUMNS_PER_GROUP // block_size)
+    for first in range(0, n_blocks, blocks_per_group):
+        last = min(n_blocks, first + blocks_per_group)
+        columns = slice(first * block_size, last * block_size)
+        if omega is None:
+            group_omega, group_offset = feature_blocks(
+                seed, range(first, last), n_features, block_size, gamma, kernel, dtype)
+        else:
+            group_omega, group_offset = omega[:, columns], offset[columns]
+        # a C-ordered copy of the group (d x at most 2048 numbers): numpy's product with a
+        # strided or Fortran-ordered right operand is several times slower
+        yield (columns, np.ascontiguousarray(group_omega, dtype=compute_dtype),
+               group_offset.astype(compute_dtype, copy=False))
+
+
 def random_feature_scores(X, coefficients, n_blocks, block_size, seed, gamma, kernel,
                           omega=None, offset=None, dtype=np.float64, compute_dtype=None):
     r"""Alg. 2 of the TSGS3VM paper: :math:`f(x) = \sum_{i<T} \alpha_i^T \phi_i(x)`.
@@ -322,19 +342,9 @@ def random_feature_scores(X, coefficients, n_blocks, block_size, seed, gamma, ke
     compute_dtype = dtype if compute_dtype is None else compute_dtype
     single = np.dtype(compute_dtype) == np.float32
     X = X.astype(compute_dtype, copy=False)
-    blocks_per_group = max(1, _COLUMNS_PER_GROUP // block_size)
-    for first in range(0, n_blocks, blocks_per_group):
-        last = min(n_blocks, first + blocks_per_group)
-        columns = slice(first * block_size, last * block_size)
-        if omega is None:
-            group_omega, group_offset = feature_blocks(
-                seed, range(first, last), X.shape[1], block_size, gamma, kernel, dtype)
-        else:
-            group_omega, group_offset = omega[:, columns], offset[columns]
-        # a C-ordered copy of the group (d x at most 2048 numbers): numpy's product with a
-        # strided or Fortran-ordered right operand is several times slower
-        group_omega = np.ascontiguousarray(group_omega, dtype=compute_dtype)
-        group_offset = group_offset.astype(compute_dtype, copy=False)
+    for columns, group_omega, group_offset in _feature_groups(
+            n_blocks, block_size, seed, X.shape[1], gamma, kernel, omega, offset, dtype,
+            compute_dtype):
         group_coefficients = coefficients[columns].astype(compute_dtype)
         for start in range(0, n_samples, _ROWS_PER_CHUNK):
             rows = slice(start, min(n_samples, start + _ROWS_PER_CHUNK))
@@ -1006,17 +1016,8 @@ def _scores_of_models(X, coefficients, n_blocks, block_size, seed, gamma, kernel
         return scores
     single = np.dtype(dtype) == np.float32
     X = X.astype(dtype, copy=False)
-    blocks_per_group = max(1, _COLUMNS_PER_GROUP // block_size)
-    for first in range(0, n_blocks, blocks_per_group):
-        last = min(n_blocks, first + blocks_per_group)
-        columns = slice(first * block_size, last * block_size)
-        if omega is None:
-            group_omega, group_offset = feature_blocks(
-                seed, range(first, last), X.shape[1], block_size, gamma, kernel, dtype)
-        else:
-            group_omega, group_offset = omega[:, columns], offset[columns]
-        group_omega = np.ascontiguousarray(group_omega, dtype=dtype)
-        group_offset = group_offset.astype(dtype, copy=False)
+    for columns, group_omega, group_offset in _feature_groups(
+            n_blocks, block_size, seed, X.shape[1], gamma, kernel, omega, offset, dtype, dtype):
         group_coefficients = coefficients[columns].astype(dtype)
         if single:  # one row of coefficients per model, for the fused float32 kernel
             group_coefficients = np.ascontiguousarray(group_coefficients.T)
