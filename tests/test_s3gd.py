@@ -202,7 +202,7 @@ def test_multiclass_and_class_weight():
 def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
     from stochsvm._core.losses import get_margin_loss
     from stochsvm.linear.anchors import build_anchor_graph, class_products, select_anchors
-    from stochsvm.linear.s3gd import _s3gd_epoch_dense, _s3gd_epoch_sparse
+    from stochsvm.linear.s3gd import _s3gd_epoch_dense
 
     from .twins import s3gd_twin
 
@@ -227,10 +227,17 @@ def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
               np.empty(d + 1), np.zeros(d + 1), True, step, step * alpha, l1_ratio, True,
               np.iinfo(np.int64).max, logistic, margin_loss.code, parameter)
     if sparse:
-        matrix, anchor_matrix = sp.csr_matrix(X), sp.csr_matrix(anchors)
-        loss_sum = _s3gd_epoch_sparse(matrix.data, matrix.indices, matrix.indptr, y, weights,
-                                      batches, 7, anchor_matrix.data, anchor_matrix.indices,
-                                      anchor_matrix.indptr, *common)
+        # the CSR outer loops: NumPy outer step, lazy compiled inner steps
+        estimator = S3GDClassifier(loss=loss, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio)
+        resolved = estimator._resolve_parameters()
+        estimator._prepared = {"graph": graph, "anchors": sp.csr_matrix(anchors),
+                               "nonzeros": np.count_nonzero(X)}
+        state = estimator._new_state(d, {**resolved, "average_start": None})
+        problem = {"plus_product": plus, "minus_product": minus, "logistic": logistic}
+        loss_sum = estimator._sparse_outer_loops(state, sp.csr_matrix(X), y, weights, batches,
+                                                 -(-len(batches) // 7), 7, problem, step,
+                                                 resolved, True, refresh=True)
+        coef, scalars = state["coef"], state["scalars"]
     else:
         loss_sum = _s3gd_epoch_dense(X, y, weights, batches, 7, anchors, *common)
     twin_coef, twin_intercept, twin_loss = s3gd_twin(X, y, weights, graph, batches, 7, step,

@@ -612,6 +612,33 @@ def test_adaptive_sample_stays_below_n_on_an_easy_problem():
     assert model.score(X_test, y_test) >= reference - 0.01
 
 
+def _noisy_problem(n, seed, flip=0.1):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 2)
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(int)
+    flipped = rng.rand(n) < flip  # label noise: errors that no sample removes
+    y[flipped] = 1 - y[flipped]
+    return X, y
+
+
+def test_adaptive_sample_stops_growing_when_a_doubling_gains_little():
+    # with 10% flipped labels the objective gap and the error rate on T_k stay large at every
+    # size; the learning-curve test stops the growth once a doubling gained <= error_tol
+    X, y = _noisy_problem(20000, 0)
+    X_test, y_test = _easy_problem(10000, seed=1)
+    model = SCSKernelSVC(random_state=0).fit(X, y)
+    tested = [entry for entry in model.history_ if "validation_gain" in entry]
+    final = [entry for entry in tested if entry["samples"] == model.sample_size_[0]]
+    assert final[-1]["validation_gap"] > model.sampling_tol  # the gap alone would grow it
+    assert final[-1]["validation_gain"] <= model.error_tol
+    for before, after in zip(model.history_, model.history_[1:]):
+        if after["samples"] > before["samples"]:
+            assert before["validation_gain"] > model.error_tol
+    without = SCSKernelSVC(error_tol=0.0, random_state=0).fit(X, y)
+    assert model.sample_size_[0] < without.sample_size_[0]
+    assert model.score(X_test, y_test) >= without.score(X_test, y_test) - 0.005
+
+
 def test_adaptive_sample_grows_to_n_when_validation_disagrees():
     X, y = binary_digits()
     model = SCSKernelSVC(C=10.0, random_state=0).fit(X, y)

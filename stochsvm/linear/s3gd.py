@@ -27,6 +27,13 @@ then the proximal step :math:`w \leftarrow \operatorname{prox}_{\eta\alpha R}(w 
 :math:`\mathcal I` is drawn uniformly; its variance is small when the anchors' derivatives
 predict the samples' (eq. 9).
 
+*Sparse rows.* On CSR input :math:`\nabla H(\tilde w)` is the same at every inner step of an
+outer loop, so a coordinate that no row of a mini-batch touches takes the affine (l2) or
+prox-only step of the lazy loops of :mod:`stochsvm.linear.sgd`, caught up in closed form: an
+inner step costs :math:`O(p\,\mathrm{nnz})` instead of :math:`O(d)`. The outer loop still
+costs :math:`O(dm)`, as much as :math:`m d / \mathrm{nnz}` rows; ``inner_iter="auto"``
+lengthens the inner loop to match (see the estimator).
+
 With ``class_weight="balanced"`` the loss is the class-balanced loss of eq. (46) (times 1/2).
 """
 
@@ -44,18 +51,20 @@ from .._core.losses import margin_loss_derivative
 from .._core.sampling import uniform_batches
 from .._core.state import ArrayField
 from .._core.validation import check_choice, check_positive_int
-from ._base import as_csr_arrays, is_sparse
+from ._base import is_sparse
 from .anchors import BANDWIDTHS, build_anchor_graph, class_products, select_anchors
 from .sgd import (
     _INTERCEPT,
     _NO_AVERAGE,
     BaseMiniBatchProxClassifier,
     _accumulate_dense_row,
-    _accumulate_row,
     _apply_step,
 )
 
 __all__ = ["S3GDClassifier"]
+
+#: the paper's inner loop length k_in (its experiments)
+_PAPER_INNER_ITER = 20
 
 
 # --------------------------------------------------------------------------------------
@@ -151,48 +160,6 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, mi
     return loss_sum
 
 
-@numba.njit(cache=True)
-def _s3gd_epoch_sparse(data, indices, indptr, y, weights, batches, n_inner, anchor_data,
-                       anchor_indices, anchor_indptr, plus_product, minus_product,
-                       neighbor_index, neighbor_weight, coef, coef_sum, scalars, buffer,
-                       gradient, anchor_scores, derivative_plus, derivative_minus,
-                       full_gradient, snapshot, refresh, step, strength, l1_ratio,
-                       fit_intercept, average_start, logistic, loss_code,
-                       loss_parameter):
-    """:func:`_s3gd_epoch_dense` for CSR ``X`` and CSR anchors."""
-    no_moment = np.zeros((0, 0))
-    batch_size = batches.shape[1]
-    n_samples = indptr.shape[0] - 1
-    loss_sum = 0.0
-    for t in range(batches.shape[0]):
-        if t % n_inner == 0:
-            if refresh:
-                # an element loop: numba compiles an array-to-array slice assignment with its
-                # shape-mismatch message formatting, 1.9 s of a cold first fit (measured)
-                for column in range(coef.shape[0]):
-                    snapshot[column] = coef[column]
-                snapshot[-1] = scalars[_INTERCEPT]
-            for j in range(anchor_indptr.shape[0] - 1):
-                score = snapshot[-1]
-                for position in range(anchor_indptr[j], anchor_indptr[j + 1]):
-                    score += anchor_data[position] * snapshot[anchor_indices[position]]
-                anchor_scores[j] = score
-            _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
-                            derivative_minus, full_gradient, n_samples, logistic,
-                            loss_code, loss_parameter)
-        for q in range(batch_size):
-            i = batches[t, q]
-            control = _control(i, y, weights, neighbor_index, neighbor_weight,
-                               derivative_plus, derivative_minus)
-            low, high = indptr[i], indptr[i + 1]
-            loss_sum += _accumulate_row(indices[low:high], data[low:high], y[i], weights[i],
-                                        control, 0.0, coef, scalars[_INTERCEPT], buffer,
-                                        loss_code, loss_parameter)
-        _apply_step(buffer, batch_size, full_gradient, no_moment, 0.0, buffer, coef, coef_sum,
-                    scalars, gradient, step, strength, l1_ratio, fit_intercept, average_start)
-    return loss_sum
-
-
 class S3GDClassifier(BaseMiniBatchProxClassifier):
     r"""Linear classifier trained by S3GD (semi-stochastic gradient with anchor graph).
 
@@ -221,8 +188,11 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
     bandwidth : {"paper", "nearest_distance"}, default="paper"
         :math:`\sigma` of eq. (14): as printed, the square root of the distance to the
         nearest anchor; or that distance itself.
-    inner_iter : int, default=20
-        :math:`k_{in}` (the paper's 20).
+    inner_iter : int or "auto", default="auto"
+        :math:`k_{in}`, steps per outer loop. ``"auto"``: the paper's 20, unless the outer
+        loop (a product with the class products, :math:`m(d+1)` numbers) costs more than 20
+        steps, as on sparse rows with many features: then as many steps as cost the same,
+        at most one pass over the data. Measured in ``benchmarks/BENCHMARKS.md`` (S3GD).
     batch_size : int, default=10
         :math:`p` (the paper's 10).
     step_size : float, default=0.1
@@ -303,12 +273,12 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
     _parameter_constraints = {
         "n_anchors": [Interval(Integral, 1, None, closed="left")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "inner_iter": [Interval(Integral, 1, None, closed="left")],
+        "inner_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "bandwidth": [StrOptions(set(BANDWIDTHS))],
     }
 
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
-                 n_anchors=100, n_neighbors=5, bandwidth="paper", inner_iter=20, batch_size=10,
+                 n_anchors=100, n_neighbors=5, bandwidth="paper", inner_iter="auto", batch_size=10,
                  step_size=0.1, fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10,
                  shuffle=True, average=False, class_weight=None, gradient_diagnostics=False,
                  diagnostic_batches=10, warm_start=False, n_jobs=None, random_state=None, verbose=0,
@@ -343,7 +313,8 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         resolved = self._family_parameters()
         resolved["n_anchors"] = check_positive_int(self.n_anchors, "n_anchors")
         resolved["n_neighbors"] = check_positive_int(self.n_neighbors, "n_neighbors")
-        resolved["inner_iter"] = check_positive_int(self.inner_iter, "inner_iter")
+        resolved["inner_iter"] = ("auto" if self.inner_iter == "auto"
+                                  else check_positive_int(self.inner_iter, "inner_iter"))
         resolved["bandwidth"] = check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
         if resolved["n_neighbors"] > resolved["n_anchors"]:
             raise ValueError(
@@ -378,7 +349,9 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         self.anchor_indices_ = graph.anchor_indices
         anchors = X[graph.anchor_indices]
         anchors = sp.csr_matrix(anchors) if is_sparse(X) else np.ascontiguousarray(anchors)
-        return {"graph": graph, "anchors": anchors}
+        # nonzeros, not stored entries: the same k_in (and model) for dense and CSR input
+        nonzeros = np.count_nonzero(X.data) if is_sparse(X) else np.count_nonzero(X)
+        return {"graph": graph, "anchors": anchors, "nonzeros": int(nonzeros)}
 
     def _prepare_problem(self, X, y, weights, resolved):
         plus, minus = class_products(X, y, weights, self._prepared["graph"])
@@ -388,8 +361,25 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
                     "logistic": True}
         return {"plus_product": plus, "minus_product": minus, "logistic": False}
 
-    def _steps_per_epoch(self, n_samples, resolved):
-        per_outer = resolved["batch_size"] * resolved["inner_iter"]
+    def _inner_length(self, X, resolved):
+        r""":math:`k_{in}`: ``inner_iter``, or with ``"auto"`` the paper's 20 unless the outer
+        loop's product with the class products, :math:`m(d + 1)` numbers, costs more than
+        20 inner steps (:math:`p` rows of :math:`\bar z` nonzeros each): then the number of
+        steps that costs as much, at most one pass over the data (sparse rows; with more
+        than :math:`d/2` nonzeros per row, :math:`m(d+1) / (p \bar z) \le 2m/p` stays at
+        most 20 for the default :math:`m = 100`, :math:`p = 10`)."""
+        if resolved["inner_iter"] != "auto":
+            return resolved["inner_iter"]
+        n_samples, n_features = X.shape
+        batch_size = resolved["batch_size"]
+        row_cost = max(self._prepared["nonzeros"] / max(n_samples, 1), 1.0)
+        refresh_cost = self._prepared["graph"].n_anchors * (n_features + 1)
+        balanced = int(np.ceil(refresh_cost / (batch_size * row_cost)))
+        one_pass = -(-n_samples // batch_size)
+        return max(_PAPER_INNER_ITER, min(balanced, one_pass))
+
+    def _steps_per_epoch(self, n_samples, resolved, inner=None):
+        per_outer = resolved["batch_size"] * (inner or resolved["inner_iter"])
         return -(-n_samples // per_outer)  # outer loops per epoch
 
     def _epoch(self, state, X, y, weights, order, generator, resolved, step, averaging,
@@ -398,32 +388,70 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         graph = self._prepared["graph"]
         anchors = self._prepared["anchors"]
         loss = resolved["loss"]
-        batch_size, inner = resolved["batch_size"], resolved["inner_iter"]
-        n_outer = self._steps_per_epoch(X.shape[0], resolved) if n_draws is None else 1
+        batch_size, inner = resolved["batch_size"], self._inner_length(X, resolved)
+        n_outer = self._steps_per_epoch(X.shape[0], resolved, inner) if n_draws is None else 1
         n_inner = inner if n_draws is None else n_draws
         all_batches = uniform_batches(order, n_outer * n_inner, batch_size)
-        n_anchors = graph.n_anchors
-        start = state["average_start"]
-        arguments = (
-            np.ascontiguousarray(y, dtype=np.float64), weights, all_batches, n_inner,
-            *(as_csr_arrays(anchors) if is_sparse(anchors) else (anchors,)),
-            problem["plus_product"], problem["minus_product"], graph.neighbor_index,
-            graph.neighbor_weight, state["coef"], state["coef_sum"], state["scalars"],
-            state["buffer"], state["gradient"], np.empty(n_anchors), np.empty(n_anchors),
-            np.empty(n_anchors), np.empty(state["coef"].shape[0] + 1), state["snapshot"],
-            n_draws is None, float(step),
-            float(step * resolved["alpha"]), float(resolved["l1_ratio"]),
-            bool(self.fit_intercept),
-            _NO_AVERAGE if (start is None or not averaging) else int(start),
-            problem["logistic"], loss.code,
-            float(resolved["loss_parameter"]),
-        )
         if is_sparse(X):
-            loss_sum = _s3gd_epoch_sparse(*as_csr_arrays(X), *arguments)
+            loss_sum = self._sparse_outer_loops(state, X, y, weights, all_batches, n_outer,
+                                                n_inner, problem, step, resolved, averaging,
+                                                refresh=n_draws is None)
         else:
-            loss_sum = _s3gd_epoch_dense(X, *arguments)
+            n_anchors = graph.n_anchors
+            start = state["average_start"]
+            loss_sum = _s3gd_epoch_dense(
+                X, np.ascontiguousarray(y, dtype=np.float64), weights, all_batches, n_inner,
+                anchors, problem["plus_product"], problem["minus_product"],
+                graph.neighbor_index, graph.neighbor_weight, state["coef"], state["coef_sum"],
+                state["scalars"], state["buffer"], state["gradient"], np.empty(n_anchors),
+                np.empty(n_anchors), np.empty(n_anchors),
+                np.empty(state["coef"].shape[0] + 1), state["snapshot"], n_draws is None,
+                float(step), float(step * resolved["alpha"]), float(resolved["l1_ratio"]),
+                bool(self.fit_intercept),
+                _NO_AVERAGE if (start is None or not averaging) else int(start),
+                problem["logistic"], loss.code, float(resolved["loss_parameter"]))
         state["outer_loops"] = state.get("outer_loops", 0) + n_outer
         return loss_sum, all_batches.size
+
+    def _sparse_outer_loops(self, state, X, y, weights, all_batches, n_outer, n_inner,
+                            problem, step, resolved, averaging, refresh):
+        """The outer loops of Alg. 1 on CSR ``X``: eqs. (19)-(22) at the snapshot in NumPy
+        (one matrix-vector product with the class products), then the inner steps by the
+        lazy loops of :mod:`stochsvm.linear.sgd` (the full-gradient term is the same at every
+        step of an outer loop, so a coordinate no row touches is caught up in closed form;
+        :func:`_s3gd_epoch_sparse` is the step-by-step loop they are tested against)."""
+        graph = self._prepared["graph"]
+        anchors = self._prepared["anchors"]
+        loss, parameter = resolved["loss"], resolved["loss_parameter"]
+        snapshot = state["snapshot"]
+        neighbors, neighbor_weights = graph.neighbor_index, graph.neighbor_weight
+        plus, minus = problem["plus_product"], problem["minus_product"]
+        n_samples = X.shape[0]
+        loss_sum = 0.0
+        for outer in range(n_outer):
+            if refresh:  # Alg. 1 lines 5-6 (the gradient diagnostic keeps the snapshot)
+                snapshot[:-1] = state["coef"]
+                snapshot[-1] = state["scalars"][_INTERCEPT]
+            anchor_scores = np.asarray(anchors @ snapshot[:-1]).ravel() + snapshot[-1]
+            derivative_plus = loss.derivative(anchor_scores, parameter)
+            derivative_minus = loss.derivative(-anchor_scores, parameter)
+            # eq. (22), split by class (see _outer_gradient)
+            if problem["logistic"]:
+                full_gradient = plus.T @ derivative_plus + minus[0]
+            else:
+                full_gradient = plus.T @ derivative_plus - minus.T @ derivative_minus
+            full_gradient /= n_samples
+            batches = all_batches[outer * n_inner:(outer + 1) * n_inner]
+            # eq. (19): the coefficient of x_i in grad h_i(snapshot), per drawn sample
+            labels = y[batches]
+            derivatives = np.where(labels[..., None] > 0, derivative_plus[neighbors[batches]],
+                                   derivative_minus[neighbors[batches]])
+            controls = weights[batches] * labels * np.einsum(
+                "tqk,tqk->tq", neighbor_weights[batches], derivatives)
+            loss_sum += self._run_steps(state, X, y, batches, weights[batches], step, resolved,
+                                        control_constants=controls, correction=full_gradient,
+                                        averaging=averaging)
+        return loss_sum
 
     def _extra_record(self, state, X, y_signed, weights, resolved):
         record = super()._extra_record(state, X, y_signed, weights, resolved)
