@@ -24,9 +24,12 @@ with a ``tol``), so the stopping rule of the in-memory fit (``tol``, ``n_iter_no
 the exact objective, with the step of the constant-step solvers reduced on a plateau) costs no
 extra pass; ``max_iter`` caps the number of rounds. One last pass scores the final model. The
 model returned is the scored one of lowest objective (with the solver's state for a warm
-start), so a round that made the objective worse is never kept. Unlike an in-memory fit, the
-l1 output is not made sparser at the end (that needs a pass that scores many truncations;
-see :meth:`stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within`).
+start), so a round that made the objective worse is never kept. With an l1 part, two more
+passes make it sparser as an in-memory fit does
+(:meth:`stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within`): the loss
+gradient at the model (one vector per block back), then the objective of every truncation
+(one scalar per truncation per block back); the sparsest truncation within the solver's
+resolution is returned.
 
 The solvers that build structures from their training rows before the epochs -- S3GD's k-means
 anchors, anchor graph and class products (Alg. 1 of the S3GD paper), SSGD's k-means strata,
@@ -59,6 +62,7 @@ from sklearn.utils.validation import FLOAT_DTYPES
 
 from .._core.monitor import TrainingMonitor
 from .._core.validation import check_at_least_two_classes, check_class_weight_dict
+from ..linear._base import sparsest_accepted
 from ._data import cluster_memory, compute, training_blocks
 
 __all__ = ["fit_model_averaging"]
@@ -97,6 +101,27 @@ def _loss_sums(X, y_signed, weights, models, resolved):
                                                       resolved.get("loss_parameter"))))
     return sums
 
+
+def _block_loss_parts(X, y, sample_weight, models, classes, class_weights, positives,
+                      resolved, gradients):
+    """One row block's part of the l1 output selection: for each ``(problem, coef,
+    intercept)`` of ``models``, the summed weighted loss (``gradients=False``) or the summed
+    gradient of the loss in ``w``, :math:`\sum_i s_i y_i \ell'(y_i f(x_i)) x_i`
+    (``gradients=True``)."""
+    X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C")
+    y = np.asarray(y)
+    weights = _block_weights(y, sample_weight, classes, class_weights)
+    y_signed = _signed(y, positives)
+    if not gradients:
+        return _loss_sums(X, y_signed, weights, models, resolved)
+    loss = resolved["loss"]
+    parts = []
+    for problem, coef, intercept in models:
+        scores = np.asarray(X @ coef, dtype=np.float64).ravel() + intercept
+        factors = weights * y_signed[problem] * loss.derivative(
+            y_signed[problem] * scores, resolved.get("loss_parameter"))
+        parts.append(np.asarray(X.T @ factors, dtype=np.float64).ravel())
+    return np.vstack(parts)
 
 def _block_preparation(estimator, X, y, sample_weight, classes, class_weights, positives,
                        resolved):
@@ -297,10 +322,10 @@ def _add(first, second):
     return rows, states, losses
 
 
-def _tree_sum(parts):
+def _tree_sum(parts, combine=_add):
     import dask
 
-    add = dask.delayed(_add, pure=True)
+    add = dask.delayed(combine, pure=True)
     while len(parts) > 1:
         parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
                  for i in range(0, len(parts), 2)]
@@ -384,6 +409,7 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     start = time.perf_counter()
 
     select_output = resolved["tol"] is not None
+    problem_values = []  # per round, the objective of each problem's chosen model
 
     def models_of(current):
         """``(problem, coef, intercept)`` of every candidate output of every problem (the
@@ -397,15 +423,16 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     def chosen_of(models, losses):
         """The exact objective summed over the problems, each at its best candidate, and
         those candidates ``[(coef, intercept), ...]``."""
-        objective, chosen = 0.0, []
+        values, chosen = [], []
         for problem in range(len(positives)):
             scored = [(losses[index] / n_samples + penalty.value(coef, alpha, l1_ratio),
                        index) for index, (owner, coef, _) in enumerate(models)
                       if owner == problem]
             value, index = min(scored)
-            objective += value
+            values.append(value)
             chosen.append(models[index][1:])
-        return float(objective), chosen
+        problem_values.append(values)
+        return float(sum(values)), chosen
 
     partitions = _partitions(estimator, blocks.X)
     preparations = _preparations(shared, blocks)
@@ -442,10 +469,12 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     samples_seen, rounds, stopped = 0.0, 0, False
     state_bytes = _state_bytes(states)
     best = (np.inf, states, rounds, samples_seen, None)
+    best_values = None
     for round_index in range(1, resolved["max_iter"] + 1):
         new_states, objective, chosen = run(states, done + round_index, train=True)
         if objective < best[0]:
             best = (objective, states, rounds, samples_seen, chosen)
+            best_values = problem_values[-1]
         if monitor.record(_record(done + rounds, samples_seen, objective, start,
                                   len(partitions), state_bytes)):
             # a constant-step solver goes on with a smaller step, as in memory
@@ -463,11 +492,15 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
         _, objective, chosen = run(states, 0, train=False)
         if objective < best[0]:
             best = (objective, states, rounds, samples_seen, chosen)
+            best_values = problem_values[-1]
         monitor.record(_record(done + rounds, samples_seen, objective, start, len(partitions),
                                state_bytes))
     # the model returned is the one of lowest exact objective among those scored: an
     # averaged round that made the objective worse is not kept
     _, states, rounds, samples_seen, models = best
+    if select_output and l1_ratio > 0.0:
+        models = _sparsest_models(estimator, blocks, shared, models, best_values,
+                                  problem_values, resolved)
     converged = monitor.stopped_by == "tol"
     if resolved["tol"] is not None and not converged and resolved["max_iter"] > 1:
         warnings.warn(
@@ -485,6 +518,61 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     estimator.t_ = float(samples_seen)
     return estimator
 
+
+def _blockwise_sum(blocks, shared, models, gradients):
+    """:func:`_block_loss_parts` of every row block where it lives, summed on the workers."""
+    import dask
+
+    part = dask.delayed(_block_loss_parts, pure=True)
+    models_key = dask.delayed(models, pure=True, traverse=False)
+    parts = [part(blocks.X[index], blocks.y[index], blocks.weights[index], models_key,
+                  shared["classes"], shared["class_weights"], shared["positives"],
+                  shared["resolved"], gradients)
+             for index in range(len(blocks.X))]
+    return compute(_tree_sum(parts, np.add))[0]
+
+
+def _sparsest_models(estimator, blocks, shared, models, chosen_values, problem_values,
+                     resolved):
+    """The l1 output selection of an in-memory fit
+    (:meth:`~stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within`) on the
+    row blocks: one pass for the loss gradients at the chosen models, one pass that scores
+    every truncation; ``models`` (``[(coef, intercept), ...]`` per problem) with each coef
+    replaced by its sparsest truncation within the solver's resolution. ``chosen_values``:
+    the objective of each problem's chosen model; ``problem_values``: those of every round."""
+    n_samples = blocks.n_samples
+    penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
+    intercepts = [intercept if estimator.fit_intercept else 0.0 for _, intercept in models]
+    selectable = [problem for problem, (coef, _) in enumerate(models)
+                  if np.count_nonzero(coef) >= 2]
+    if not selectable:
+        return models
+    gradients = _blockwise_sum(
+        blocks, shared, [(problem, models[problem][0], intercepts[problem])
+                         for problem in selectable], gradients=True) / n_samples
+    candidates = {problem: estimator._truncation_candidates(
+        models[problem][0], models[problem][1], gradient, resolved)
+        for problem, gradient in zip(selectable, gradients)}
+    flat = [(problem, coef, intercepts[problem])
+            for problem in selectable for coef, _ in candidates[problem]]
+    losses = _blockwise_sum(blocks, shared, flat, gradients=False)
+    recent = np.asarray(problem_values[-resolved["n_iter_no_change"]:])
+    selected = list(models)
+    position = 0
+    for problem in selectable:
+        count = len(candidates[problem])
+        objectives = [losses[position + index] / n_samples
+                      + penalty.value(coef, alpha, l1_ratio)
+                      for index, (coef, _) in enumerate(candidates[problem])]
+        position += count
+        # the solver's resolution, as in memory: the chosen objective up to tol, or the
+        # median objective of the last n_iter_no_change rounds, whichever is larger
+        chosen_value = chosen_values[problem]
+        limit = max(chosen_value + resolved["tol"] * abs(chosen_value),
+                    float(np.median(recent[:, problem])))
+        coef = sparsest_accepted(models[problem][0], candidates[problem], objectives, limit)
+        selected[problem] = (coef, models[problem][1])
+    return selected
 
 def _record(iteration, samples_seen, objective, start, partitions, state_bytes):
     return {"iteration": int(iteration), "samples_seen": int(samples_seen),

@@ -59,7 +59,8 @@ from .._core.validation import (
     validate_training_data,
 )
 
-__all__ = ["BaseStochasticLinearClassifier", "StepDivergedError", "linear_objective"]
+__all__ = ["BaseStochasticLinearClassifier", "StepDivergedError", "linear_objective",
+           "sparsest_accepted"]
 
 
 class StepDivergedError(ValueError):
@@ -115,6 +116,16 @@ def _transposed_product(X, vector, block_bytes=1 << 20):
         total += np.asarray(X[start:start + rows], dtype=np.float64).T @ vector[start:start + rows]
     return total
 
+
+def sparsest_accepted(coef, candidates, objectives, limit):
+    """The sparsest of ``candidates`` (``[(coef, intercept), ...]``) whose objective is at most
+    ``limit``; ``coef`` itself when none is (see
+    :meth:`BaseStochasticLinearClassifier._sparsest_within`)."""
+    accepted = [candidate for (candidate, _), value in zip(candidates, objectives)
+                if value <= limit]
+    if not accepted:
+        return coef
+    return min(accepted, key=np.count_nonzero)
 
 class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
     """Base class of the stochastic linear classifiers (not for direct use)."""
@@ -474,25 +485,27 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         One pass over ``X`` scores all of them; the intercept is kept. Returns ``coef`` itself
         when none qualifies.
         """
-        magnitudes = np.abs(coef)
-        nonzero = np.sort(magnitudes[magnitudes > 0.0])
-        if nonzero.size < 2:
+        if np.count_nonzero(coef) < 2:
             return coef
         scores = _scores(X, coef) + (intercept if self.fit_intercept else 0.0)
         loss_derivatives = weights * y_signed * resolved["loss"].derivative(
             y_signed * scores, resolved.get("loss_parameter"))
         gradient = _transposed_product(X, loss_derivatives) / X.shape[0]
+        candidates = self._truncation_candidates(coef, intercept, gradient, resolved)
+        objectives = self._exact_objectives(X, y_signed, weights, candidates, resolved)
+        return sparsest_accepted(coef, candidates, objectives, limit)
+
+    def _truncation_candidates(self, coef, intercept, gradient, resolved):
+        """The candidates of :meth:`_sparsest_within` as ``[(coef, intercept), ...]``, from
+        ``gradient``, the gradient of the mean loss at ``coef`` (without the intercept's)."""
+        magnitudes = np.abs(coef)
+        nonzero = np.sort(magnitudes[magnitudes > 0.0])
         screened = np.abs(gradient) <= resolved["alpha"] * resolved["l1_ratio"]
         candidates = [(np.where(screened, 0.0, coef), intercept)]
         for level in self._truncation_levels:
             threshold = nonzero[min(int(level * nonzero.size), nonzero.size - 1)]
             candidates.append((np.where(magnitudes < threshold, 0.0, coef), intercept))
-        objectives = self._exact_objectives(X, y_signed, weights, candidates, resolved)
-        accepted = [candidate for (candidate, _), value in zip(candidates, objectives)
-                    if value <= limit]
-        if not accepted:
-            return coef
-        return min(accepted, key=np.count_nonzero)
+        return candidates
 
     def _extra_record(self, state, X, y_signed, weights, resolved):
         """Solver-specific, possibly costly, record entries computed after an epoch."""
