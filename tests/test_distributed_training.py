@@ -90,6 +90,17 @@ def test_dask_l1_output_is_as_sparse_as_in_memory(client, name):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_sadmm_rho_schedule_takes_the_whole_pass_as_its_time_scale(client):
+    # each round is one pass over all rows in 4 blocks: the rho schedule's time scale m is
+    # the rows of the pass, as in memory, not those of the first block
+    X, y = _data()
+    on_dask = _estimator("SADMMClassifier", max_iter=3).fit(da.from_array(X, chunks=500),
+                                                           da.from_array(y, chunks=500))
+    in_memory = _estimator("SADMMClassifier", max_iter=3).fit(X, y)
+    assert on_dask._states[0]["pass_length"] == in_memory._states[0]["pass_length"] == len(y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_same_seed_same_chunks_same_model(client):
     X, y = _data()
     models = [_estimator("SADMMClassifier").fit(da.from_array(X, chunks=300),

@@ -379,6 +379,8 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
 
     resolved = estimator._resolve_parameters()
     blocks = training_blocks(X, y, sample_weight)
+    # a round is one pass over all rows: solvers with a schedule on the pass length get n
+    resolved = estimator._resolved_for_passes(resolved, blocks.n_samples)
     classes = blocks.labels
     check_at_least_two_classes(classes)
     warm = (estimator.warm_start and getattr(estimator, "_states", None) is not None

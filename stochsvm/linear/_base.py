@@ -425,6 +425,12 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                                              resolved)
         return state, coef, intercept, monitor.history, epoch, converged
 
+    def _resolved_for_passes(self, resolved, n_samples):
+        """``resolved`` for a fit whose epochs each see ``n_samples`` rows in several pieces
+        (the row blocks of a distributed round): a solver whose schedule takes its time
+        scale from the length of the first pass fixes it here; by default unchanged."""
+        return resolved
+
     def _reduce_step_on_plateau(self, state):
         """Called when the ``tol`` rule would stop a fit: a solver whose step does not decay
         by itself may shrink it (in ``state``) and return ``True`` to go on; by default the

@@ -615,6 +615,12 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         start = state["average_start"]
         return 0 if start is None else start
 
+    def _resolved_for_passes(self, resolved, n_samples):
+        # the time scale m of the rho schedule is the rows of a whole pass, not of one block
+        if resolved["rho_time_scale"] is None and not getattr(self, "_streaming", False):
+            return {**resolved, "rho_time_scale": n_samples}
+        return resolved
+
     def _run_epoch(self, state, X, y, weights, order, resolved):
         if "pass_length" not in state:
             # the time scale m of the rho schedule (see ``rho_time_scale``), fixed at the first
