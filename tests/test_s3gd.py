@@ -278,3 +278,31 @@ def test_l1_average_keeps_the_optimum_zeros():
     # every coefficient that is nonzero at the optimum is nonzero here; most zeros are kept
     assert np.all(model.coef_[0][coef != 0] != 0)
     assert np.count_nonzero(model.coef_) < 2.5 * np.count_nonzero(coef)
+
+
+def test_auto_inner_loop_matches_the_outer_loop_cost():
+    # dense rows: the paper's 20; sparse rows with many features: as many steps as the
+    # outer loop's m (d + 1) numbers cost, at most one pass; dense == CSR storage
+    from stochsvm.linear.anchors import build_anchor_graph, select_anchors
+
+    estimator = S3GDClassifier()
+    resolved = estimator._resolve_parameters()
+    rng = np.random.RandomState(0)
+    dense = rng.randn(2000, 30)
+    for X in (dense, sp.csr_matrix(dense)):
+        graph = build_anchor_graph(X, select_anchors(X, 100, random_state=0), 5)
+        estimator._prepared = {"graph": graph, "nonzeros": 2000 * 30}
+        assert estimator._inner_length(X, resolved) == 20
+    text = sp.random(3000, 5000, density=0.004, format="csr", random_state=0)
+    graph = build_anchor_graph(text, select_anchors(text, 100, random_state=0), 5)
+    estimator._prepared = {"graph": graph, "nonzeros": text.nnz}
+    balanced = int(np.ceil(graph.n_anchors * 5001 / (10 * text.nnz / 3000)))
+    assert estimator._inner_length(text, resolved) == min(balanced, 300) == 300  # one pass
+    wide = sp.random(20000, 2000, density=0.01, format="csr", random_state=0)
+    graph = build_anchor_graph(wide, select_anchors(wide, 100, random_state=0), 5)
+    estimator._prepared = {"graph": graph, "nonzeros": wide.nnz}
+    expected = int(np.ceil(graph.n_anchors * 2001 / (10 * wide.nnz / 20000)))
+    assert 20 < estimator._inner_length(wide, resolved) == expected < 2000
+    # an explicit inner_iter is used as given
+    fixed = S3GDClassifier(inner_iter=7)
+    assert fixed._inner_length(wide, fixed._resolve_parameters()) == 7
