@@ -74,7 +74,7 @@ import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._core.losses import margin_loss_derivative, margin_loss_value
+from .._core.losses import margin_loss
 from .._core.penalties import prox_scalar
 from .._core.validation import check_nonnegative, check_positive
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
@@ -175,9 +175,10 @@ def _comid_step(row_indices, row_values, label, weight, w, w_sum, last, scalars,
             last[j] = block_start + now
         score += w[j] * row_values[position]
     margin = label * score
-    loss = weight * margin_loss_value(loss_code, margin, loss_parameter)
+    value, derivative = margin_loss(loss_code, margin, loss_parameter)
+    loss = weight * value
     # derivative of s * loss(y (w.x + b)) with respect to the score w.x + b
-    gradient = weight * margin_loss_derivative(loss_code, margin, loss_parameter) * label
+    gradient = weight * derivative * label
     strength = eta * alpha
     step = block_start + now + 1
     counted = step > average_start

@@ -71,7 +71,7 @@ import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.losses import margin_loss_derivative, margin_loss_value
+from .._core.losses import margin_loss
 from .._core.validation import check_positive, check_positive_int
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
@@ -179,11 +179,9 @@ def _pegasos_epoch_dense(X, all_indices, y, weights, order, v, average_sum, scal
         for position in range(start, stop):
             i = order[position]
             margin = y[i] * _score(all_indices, X[i], v, scalars[_SCALE], scalars[_INTERCEPT])
-            loss_sum += weights[i] * margin_loss_value(loss_code, margin, loss_parameter)
-            amounts[position - start] = (
-                -eta * weights[i] * y[i] / size
-                * margin_loss_derivative(loss_code, margin, loss_parameter)
-            )
+            value, derivative = margin_loss(loss_code, margin, loss_parameter)
+            loss_sum += weights[i] * value
+            amounts[position - start] = -eta * weights[i] * y[i] / size * derivative
         # w_{t+1/2} = (1 - eta lambda) w_t + (eta / k) sum_{A_t^+} y x
         _shrink(1.0 - eta * alpha, v, average_sum, scalars)
         for position in range(start, stop):
@@ -213,11 +211,9 @@ def _pegasos_epoch_sparse(data, indices, indptr, y, weights, order, v, average_s
             low, high = indptr[i], indptr[i + 1]
             margin = y[i] * _score(indices[low:high], data[low:high], v, scalars[_SCALE],
                                    scalars[_INTERCEPT])
-            loss_sum += weights[i] * margin_loss_value(loss_code, margin, loss_parameter)
-            amounts[position - start] = (
-                -eta * weights[i] * y[i] / size
-                * margin_loss_derivative(loss_code, margin, loss_parameter)
-            )
+            value, derivative = margin_loss(loss_code, margin, loss_parameter)
+            loss_sum += weights[i] * value
+            amounts[position - start] = -eta * weights[i] * y[i] / size * derivative
         _shrink(1.0 - eta * alpha, v, average_sum, scalars)
         for position in range(start, stop):
             amount = amounts[position - start]

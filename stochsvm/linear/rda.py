@@ -103,7 +103,7 @@ import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._core.losses import margin_loss_derivative, margin_loss_value
+from .._core.losses import margin_loss
 from .._core.validation import check_nonnegative, check_positive
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
@@ -258,9 +258,10 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
                 coef_sum[j] += coefficient
         score += coefficient * row_values[position]
     margin = label * score
-    loss = weight * margin_loss_value(loss_code, margin, loss_parameter)
+    value, derivative = margin_loss(loss_code, margin, loss_parameter)
+    loss = weight * value
     # derivative of s * loss(y (w.x + b)) with respect to the score w.x + b
-    gradient = weight * margin_loss_derivative(loss_code, margin, loss_parameter) * label
+    gradient = weight * derivative * label
     for position in range(row_indices.shape[0]):
         j = row_indices[position]
         gradient_sum[j] += gradient * row_values[position]

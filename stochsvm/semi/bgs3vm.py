@@ -70,7 +70,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.kernels import check_machine_memory
-from .._core.losses import HINGE, margin_loss_derivative, unlabeled_loss_derivative
+from .._core.losses import HINGE, margin_loss, unlabeled_loss_derivative
 from .._core.monitor import TrainingMonitor
 from .._core.state import ArrayField, DictField, FloatField, StrField
 from .._core.validation import (
@@ -186,7 +186,7 @@ def _bgs3vm_steps(X, squared_norms, self_kernel, targets, labeled_batches, unlab
                 row = labeled_batches[t, b]
                 y = targets[row]
                 # d/dr hinge(y r) = y * hinge'(y r).
-                gradient = y * margin_loss_derivative(HINGE, y * outputs_buffer[b], 0.0)
+                gradient = y * margin_loss(HINGE, y * outputs_buffer[b], 0.0)[1]
                 delta = -eta * labeled_scale * gradient
                 p = 0
             else:
