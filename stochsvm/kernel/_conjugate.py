@@ -82,7 +82,9 @@ def minimum_norm_weight(uu, ug, gg):
     return min(1.0, max(0.0, (gg - ug) / denominator))
 
 
-@numba.njit(cache=True, inline="always")
+# a called function, not inlined: each of its seven call sites in line_search and
+# line_minimizer would be typed and compiled again (about 0.5 s of a cold first fit)
+@numba.njit(cache=True)
 def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
     """``phi(t) - aQa/2`` and ``phi'(t)`` (hinge active where the margin is < 1)."""
     value = t * d_Q_a + 0.5 * t * t * d_Q_d

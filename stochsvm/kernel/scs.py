@@ -213,7 +213,11 @@ from ._conjugate import STEP_ZERO, first_step_length, line_search, minimum_norm_
 
 __all__ = ["SCSKernelSVC"]
 
-_MAX_HALVINGS = 40
+# NumPy scalars, not Python literals: numba types a Python int or bool constant passed from
+# compiled code as a literal (``Literal[int](40)``) and compiles the callee once more for it,
+# besides the specialization for the plain type that the Python callers use
+_MAX_HALVINGS = np.int64(40)
+_NOT_FRESH = np.bool_(False)
 
 # kernel_dtype="auto" stores Q^k in float64 up to this capacity, in float32 above
 _FLOAT64_CAPACITY = 10000
@@ -1186,7 +1190,9 @@ def subgradient_at(gram, size, labels, costs, point, q_point, hinge, q_hinge, fr
             q_g[i] = total
 
 
-@numba.njit(cache=True, inline="always")
+# a called function, not inlined: each of its six call sites in sample_iterations would be
+# typed and compiled again
+@numba.njit(cache=True)
 def _inner(x, q_x, z, q_z, size, euclidean):
     """:math:`\\langle x, z\\rangle` in the metric: :math:`x^\\top z` or :math:`x^\\top Qz`."""
     total = 0.0
@@ -1309,7 +1315,7 @@ def sample_iterations(gram, size, labels, costs, a, q_a, d, q_d, hinge, q_hinge,
         if norm < epsilon and spread > delta_min:
             # Wolfe's reset: restart from a subgradient at the incumbent
             if distance > 0.0:
-                subgradient_at(gram, size, labels, costs, a, q_a, hinge, q_hinge, False,
+                subgradient_at(gram, size, labels, costs, a, q_a, hinge, q_hinge, _NOT_FRESH,
                                euclidean, g, q_g)
             for i in range(size):
                 d[i] = -g[i]

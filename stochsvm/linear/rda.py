@@ -103,7 +103,7 @@ import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._core.losses import margin_loss_derivative, margin_loss_value
+from .._core.losses import margin_loss
 from .._core.validation import check_nonnegative, check_positive
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
@@ -118,6 +118,10 @@ _INTERCEPT_GRADIENT_SUM, _INTERCEPT_SUM = range(2)
 _MINIMUM_CAPACITY = 4096
 _MAXIMUM_CAPACITY = 1 << 20
 _NO_AVERAGE = np.iinfo(np.int64).max
+# the step counter's start as a NumPy integer: a Python 0 would be typed as the literal
+# ``Literal[int](0)`` where the compiled loop passes it on, and numba would compile ``_flush``
+# once more for that literal besides the ``int64`` specialization
+_ZERO = np.int64(0)
 
 
 # --------------------------------------------------------------------------------------
@@ -147,7 +151,7 @@ def _iterate(gradient_sum, inverse_count, threshold, scale):
     return -magnitude * scale if gradient_sum > 0.0 else magnitude * scale
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _is_nonzero(magnitude, count, l1_strength, boost_gamma):
     """Whether the iterate after step ``count >= 1`` is nonzero for ``|G_j| = magnitude``:
     the floating-point test of :func:`_iterate` with the threshold of
@@ -254,9 +258,10 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
                 coef_sum[j] += coefficient
         score += coefficient * row_values[position]
     margin = label * score
-    loss = weight * margin_loss_value(loss_code, margin, loss_parameter)
+    value, derivative = margin_loss(loss_code, margin, loss_parameter)
+    loss = weight * value
     # derivative of s * loss(y (w.x + b)) with respect to the score w.x + b
-    gradient = weight * margin_loss_derivative(loss_code, margin, loss_parameter) * label
+    gradient = weight * derivative * label
     for position in range(row_indices.shape[0]):
         j = row_indices[position]
         gradient_sum[j] += gradient * row_values[position]
@@ -278,13 +283,16 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
 
 
 @numba.njit(cache=True)
-def _rda_epoch_dense(X, y, weights, order, gradient_sum, coef_sum, last, scalars, history,
-                     samples_seen, gamma, l1_strength, l2_strength, boost_gamma, fit_intercept,
-                     average_start, averaging, loss_code, loss_parameter):
-    """One RDA pass over the rows ``order`` of a dense ``X``; returns the weighted loss sum."""
-    all_indices = np.arange(X.shape[1])
+def _rda_epoch_dense(X, all_indices, y, weights, order, gradient_sum, coef_sum, last, scalars,
+                     history, samples_seen, gamma, l1_strength, l2_strength, boost_gamma,
+                     fit_intercept, average_start, averaging, loss_code, loss_parameter):
+    """One RDA pass over the rows ``order`` of a dense ``X``; returns the weighted loss sum.
+
+    ``all_indices`` is ``np.arange(X.shape[1])``, made by the caller: ``np.arange`` compiled
+    here costs about 0.2 s of a cold first fit.
+    """
     block_start = samples_seen
-    now = 0
+    now = _ZERO
     history[0, _SUM_A] = 0.0
     history[0, _SUM_B] = 0.0
     capacity = history.shape[0] - 1
@@ -293,7 +301,7 @@ def _rda_epoch_dense(X, y, weights, order, gradient_sum, coef_sum, last, scalars
         if averaging and now == capacity:
             block_start = _flush(now, gradient_sum, coef_sum, last, history, block_start,
                                  average_start, l1_strength, boost_gamma)
-            now = 0
+            now = _ZERO
         loss_sum += _rda_step(all_indices, X[i], y[i], weights[i], gradient_sum, coef_sum,
                               last, scalars, history, block_start, now, gamma, l1_strength,
                               l2_strength, boost_gamma, fit_intercept, average_start,
@@ -312,7 +320,7 @@ def _rda_epoch_sparse(data, indices, indptr, y, weights, order, gradient_sum, co
                       loss_parameter):
     """:func:`_rda_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
     block_start = samples_seen
-    now = 0
+    now = _ZERO
     history[0, _SUM_A] = 0.0
     history[0, _SUM_B] = 0.0
     capacity = history.shape[0] - 1
@@ -321,7 +329,7 @@ def _rda_epoch_sparse(data, indices, indptr, y, weights, order, gradient_sum, co
         if averaging and now == capacity:
             block_start = _flush(now, gradient_sum, coef_sum, last, history, block_start,
                                  average_start, l1_strength, boost_gamma)
-            now = 0
+            now = _ZERO
         low, high = indptr[i], indptr[i + 1]
         loss_sum += _rda_step(indices[low:high], data[low:high], y[i], weights[i],
                               gradient_sum, coef_sum, last, scalars, history, block_start, now,
@@ -544,7 +552,7 @@ class RDAClassifier(BaseStochasticLinearClassifier):
         if is_sparse(X):
             loss_sum = _rda_epoch_sparse(*as_csr_arrays(X), *arguments)
         else:
-            loss_sum = _rda_epoch_dense(X, *arguments)
+            loss_sum = _rda_epoch_dense(X, np.arange(X.shape[1]), *arguments)
         state["samples_seen"] += len(order)
         return {"loss_sum": loss_sum}
 

@@ -83,7 +83,7 @@ import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.losses import margin_loss_derivative, margin_loss_value
+from .._core.losses import margin_loss
 from .._core.penalties import lazy_prox, lazy_prox_sum, prox_power_tables
 from .._core.sampling import epoch_generator, uniform_batches, weighted_batches
 from .._core.validation import check_choice, check_positive, check_positive_int
@@ -107,12 +107,12 @@ def _accumulate_row(row_indices, row_values, label, scale, control_constant, con
     for position in range(row_indices.shape[0]):
         score += coef[row_indices[position]] * row_values[position]
     margin = label * score
-    factor = (scale * margin_loss_derivative(loss_code, margin, loss_parameter) * label
-              - control_constant - control_slope * score)
+    value, derivative = margin_loss(loss_code, margin, loss_parameter)
+    factor = scale * derivative * label - control_constant - control_slope * score
     for position in range(row_indices.shape[0]):
         buffer[row_indices[position]] += factor * row_values[position]
     buffer[buffer.shape[0] - 1] += factor
-    return scale * margin_loss_value(loss_code, margin, loss_parameter)
+    return scale * value
 
 
 @numba.njit(cache=True, inline="always")
@@ -125,12 +125,12 @@ def _accumulate_dense_row(row, label, scale, control_constant, control_slope, co
         score += coef[j] * row[j]
     score += intercept
     margin = label * score
-    factor = (scale * margin_loss_derivative(loss_code, margin, loss_parameter) * label
-              - control_constant - control_slope * score)
+    value, derivative = margin_loss(loss_code, margin, loss_parameter)
+    factor = scale * derivative * label - control_constant - control_slope * score
     for j in range(n_features):
         buffer[j] += factor * row[j]
     buffer[n_features] += factor
-    return scale * margin_loss_value(loss_code, margin, loss_parameter)
+    return scale * value
 
 
 @numba.njit(cache=True, inline="always")
@@ -317,12 +317,13 @@ def _scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, control
             label = y[i]
             margin = label * score
             weight = scales[row_of_batches, q]
-            factor = (weight * margin_loss_derivative(loss_code, margin, loss_parameter) * label
+            value, derivative = margin_loss(loss_code, margin, loss_parameter)
+            factor = (weight * derivative * label
                       - control_constants[row_of_batches, q]
                       - control_slopes[row_of_batches, q] * score)
             factors[q] = factor
             intercept_gradient += factor
-            loss_sum += weight * margin_loss_value(loss_code, margin, loss_parameter)
+            loss_sum += weight * value
         # step t: u -= (eta / a) g on the batch's coordinates, g = sum_q factor_q x_q / p
         coefficient = -step * inverse / scale
         for q in range(batch_size):
@@ -441,13 +442,14 @@ def _lazy_prox_steps_sparse(data, indices, indptr, y, batches, scales, control_c
             label = y[i]
             margin = label * score
             scale = scales[row_of_batches, q]
-            factor = (scale * margin_loss_derivative(loss_code, margin, loss_parameter) * label
+            value, derivative = margin_loss(loss_code, margin, loss_parameter)
+            factor = (scale * derivative * label
                       - control_constants[row_of_batches, q]
                       - control_slopes[row_of_batches, q] * score)
             for position in range(low, high):
                 buffer[indices[position]] += factor * data[position]
             buffer[n_features] += factor
-            loss_sum += scale * margin_loss_value(loss_code, margin, loss_parameter)
+            loss_sum += scale * value
         # step t (eq. 12) on the coordinates of the batch, each once
         counted = t >= first_counted
         final = t == n_steps

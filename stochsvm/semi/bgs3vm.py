@@ -70,7 +70,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.kernels import check_machine_memory
-from .._core.losses import hinge_derivative, unlabeled_loss_derivative
+from .._core.losses import HINGE, margin_loss, unlabeled_loss_derivative
 from .._core.monitor import TrainingMonitor
 from .._core.state import ArrayField, DictField, FloatField, StrField
 from .._core.validation import (
@@ -113,7 +113,9 @@ def poly_from_dot(dot, squared_a, squared_b, gamma, degree, coef0):
 _KERNEL_CODES = {"rbf": 0, "linear": 1, "poly": 2}
 
 
-@numba.njit(cache=True, inline="always")
+# a called function, not inlined: its two call sites in _bgs3vm_steps would each type and
+# compile the three kernels again
+@numba.njit(cache=True)
 def kernel_from_dot(code, dot, squared_a, squared_b, gamma, degree, coef0):
     """k(a, b) of the kernel with integer ``code`` from ``a.b``, ``||a||^2``, ``||b||^2``."""
     if code == 0:
@@ -184,7 +186,7 @@ def _bgs3vm_steps(X, squared_norms, self_kernel, targets, labeled_batches, unlab
                 row = labeled_batches[t, b]
                 y = targets[row]
                 # d/dr hinge(y r) = y * hinge'(y r).
-                gradient = y * hinge_derivative(y * outputs_buffer[b], 0.0)
+                gradient = y * margin_loss(HINGE, y * outputs_buffer[b], 0.0)[1]
                 delta = -eta * labeled_scale * gradient
                 p = 0
             else:
