@@ -125,3 +125,15 @@ def test_csr_with_64_bit_indices_as_loaded_from_libsvm_files():
         X32.indices, X32.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
         wide = estimator.fit(X, y).coef_.copy()
         np.testing.assert_array_equal(wide, estimator.fit(X32, y).coef_)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_nearest_rows_matches_brute_force(sparse, monkeypatch):
+    from stochsvm.linear import anchors
+    monkeypatch.setattr(anchors, "NEAREST_ROWS_CHUNK", 700)  # several chunks of rows
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 12)) * (rng.random((3000, 12)) < 0.3)
+    centers = rng.normal(size=(7, 12))
+    expected = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(axis=2), axis=0)
+    got = anchors.nearest_rows(centers, sp.csr_matrix(X) if sparse else X)
+    np.testing.assert_array_equal(got, expected)

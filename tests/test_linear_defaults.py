@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from stochsvm import (ComidClassifier, MiniBatchSGDClassifier, PegasosClassifier,
-                      RDAClassifier, SADMMClassifier)
+                      RDAClassifier, S3GDClassifier, SADMMClassifier)
 
 from .benchmark_scripts import load_script
 from .reference import binary_breast_cancer, binary_digits, exact_l1_hinge, exact_l2_hinge
@@ -118,6 +118,38 @@ def test_stopping_rule_resumes_after_a_step_reduction():
     assert monitor.stopped_by is None
     assert not monitor.record({"objective": 0.9999})  # patience counts afresh
     assert monitor.record({"objective": 0.9998})
+
+
+def test_monitor_says_whether_the_last_resume_helped():
+    from stochsvm._core.monitor import TrainingMonitor
+    monitor = TrainingMonitor(tol=1e-3, n_iter_no_change=2)
+    for value in (1.0, 0.9999, 0.9999):
+        monitor.record({"objective": value})
+    assert monitor.stopped_by == "tol" and monitor.last_resume_helped  # no resume yet
+    monitor.resume()
+    assert not monitor.last_resume_helped
+    monitor.record({"objective": 0.9998})  # lower, but by less than tol * |best|
+    assert not monitor.last_resume_helped
+    monitor.record({"objective": 0.99})
+    assert monitor.last_resume_helped
+
+
+def test_a_step_reduction_that_buys_nothing_ends_the_fit(monkeypatch):
+    # the objective of S3GD on breast cancer is flat to tol within a few epochs: the first
+    # plateau reduces the step once; the objective does not fall by tol at the smaller step,
+    # so the fit stops there instead of spending n_iter_no_change epochs on each of the
+    # remaining reductions
+    from stochsvm._core.monitor import TrainingMonitor
+    X, y = binary_breast_cancer()
+    model = S3GDClassifier(random_state=0).fit(X, y)
+    scales = sorted({record["step_scale"] for record in model.history_}, reverse=True)
+    assert scales == [1.0, 0.25]
+    # switched off (every resume counts as helpful), the same fit spends every reduction
+    monkeypatch.setattr(TrainingMonitor, "last_resume_helped", property(lambda self: True))
+    longer = S3GDClassifier(random_state=0).fit(X, y)
+    assert longer.n_iter_ > model.n_iter_
+    assert len({record["step_scale"] for record in longer.history_}) > 2
+    assert model.objective(X, y) <= longer.objective(X, y) * (1 + model.tol)
 
 
 def test_constant_step_too_large_is_reduced_not_stopped():

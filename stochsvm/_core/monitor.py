@@ -60,6 +60,8 @@ class TrainingMonitor:
         self.start = time.perf_counter()
         self._best = np.inf
         self._no_improvement = 0
+        self._resumes = 0
+        self._improved_since_resume = False
         self.stopped_by = None
 
     def elapsed(self):
@@ -71,6 +73,16 @@ class TrainingMonitor:
         if self.stopped_by == "tol":
             self.stopped_by = None
         self._no_improvement = 0
+        self._resumes += 1
+        self._improved_since_resume = False
+
+    @property
+    def last_resume_helped(self):
+        """False when training was resumed after a ``tol`` stop (:meth:`resume`) and the
+        watched value has not fallen by ``tol`` since: the change made at the resume (a
+        smaller step) bought nothing, and a further change of the same kind is not expected
+        to; True before any resume."""
+        return self._resumes == 0 or self._improved_since_resume
 
     def record(self, entry, model=None):
         """Store one record; return ``True`` when training should stop."""
@@ -99,6 +111,7 @@ class TrainingMonitor:
                 self._no_improvement += 1
             else:
                 self._no_improvement = 0
+                self._improved_since_resume = True
             self._best = min(self._best, value)
             if self._no_improvement >= self.n_iter_no_change:
                 self.stopped_by = self.stopped_by or "tol"

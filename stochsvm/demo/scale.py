@@ -440,6 +440,7 @@ def _read_worker_probe():
 def _scattered(client, X, y, n_blocks):
     """``(X, y)`` as dask arrays whose row blocks were moved to the workers beforehand."""
     import dask.array as da
+    from dask.distributed import wait
 
     bounds = np.linspace(0, X.shape[0], n_blocks + 1).astype(int)
     pieces = list(zip(bounds[:-1], bounds[1:]))
@@ -449,7 +450,12 @@ def _scattered(client, X, y, n_blocks):
                                 meta=X[:0]) for future, (start, stop) in zip(X_futures, pieces)]
     y_blocks = [da.from_delayed(future, shape=(stop - start,), dtype=y.dtype, meta=y[:0])
                 for future, (start, stop) in zip(y_futures, pieces)]
-    return da.concatenate(X_blocks), da.concatenate(y_blocks)
+    # persisted: each row block is then held, under its own key, by the worker it was sent
+    # to, so that the fit's partitions follow the workers holding the blocks and a round
+    # moves solver states, never rows
+    X, y = client.persist([da.concatenate(X_blocks), da.concatenate(y_blocks)])
+    wait([X, y])
+    return X, y
 
 
 def _fit_on_cluster(method, dataset, n_workers, seed):

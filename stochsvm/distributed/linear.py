@@ -479,8 +479,9 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
             best_values = problem_values[-1]
         if monitor.record(_record(done + rounds, samples_seen, objective, start,
                                   len(partitions), state_bytes)):
-            # a constant-step solver goes on with a smaller step, as in memory
-            if monitor.stopped_by == "tol" and all(
+            # a constant-step solver goes on with a smaller step, as in memory (unless the
+            # last smaller step bought nothing)
+            if monitor.stopped_by == "tol" and monitor.last_resume_helped and all(
                     [estimator._reduce_step_on_plateau(state) for state in new_states]):
                 monitor.resume()
             else:

@@ -400,10 +400,14 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 # not the optimum: a smaller step goes on from there. A solver whose output is
                 # still worse than the zero model, F(0, 0) = mean s_i l(0), is in its first
                 # transient (large early steps, an average still dominated by them) or its
-                # step is too large: it has not converged and goes on (up to max_iter).
+                # step is too large: it has not converged and goes on (up to max_iter). A
+                # smaller step after which the objective did not fall by tol shows that the
+                # plateau is the optimum's neighbourhood, not the step's noise floor: stop.
+                above_zero_model = record["objective"] >= zero_objective
                 if monitor.stopped_by == "tol" and (
-                        self._reduce_step_on_plateau(state)
-                        or record["objective"] >= zero_objective):
+                        ((above_zero_model or monitor.last_resume_helped)
+                         and self._reduce_step_on_plateau(state))
+                        or above_zero_model):
                     monitor.resume()
                     continue
                 converged = True
