@@ -215,6 +215,44 @@ def test_dask_row_trains_on_a_local_cluster():
     assert row["memory_bytes"] > 0 and row["nonzero_coefficients"] > 0
 
 
+def test_dask_row_takes_a_cluster_started_beforehand_and_its_blocks_stay_put():
+    pytest.importorskip("dask.distributed")
+    from stochsvm import SADMMClassifier
+
+    comparison = scale.linear_comparison(2000, 300, 1500, 14)
+    comparison.methods[0].make = lambda seed: SADMMClassifier(max_iter=2, random_state=seed)
+    starter = scale.ClusterStarter(2)
+    starter.start()
+    row = scale.dask_row(comparison, comparison.methods[0], starter=starter)
+    assert row["status"] == "ok", row
+    cluster, start_seconds = starter.result()
+    assert cluster.status.name == "closed"  # the row closed the cluster it was given
+    assert row["setup_seconds"] >= start_seconds > 0
+    assert row["accuracy"] > 0.6
+
+
+def test_rows_moved_to_the_cluster_are_blocks_held_by_their_workers():
+    # a round's partitions follow the workers holding the blocks only for persisted blocks;
+    # otherwise every round moves rows between the workers
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import Client
+
+    from stochsvm import SADMMClassifier
+    from stochsvm.distributed._data import training_blocks
+    from stochsvm.distributed.linear import _block_workers, _partitions
+
+    comparison = scale.linear_comparison(2000, 300, 1500, 14)
+    with scale._local_cluster(2) as cluster, Client(cluster) as client:
+        X, y = scale._scattered(client, comparison.dataset.X_train,
+                                comparison.dataset.y_train, 4)
+        blocks = training_blocks(X, y, None)
+        owners, _ = _block_workers(blocks.X)
+        partitions = _partitions(SADMMClassifier(), blocks.X)
+        assert len(set(owners)) == 2 and len(partitions) == 2
+        for members in partitions:
+            assert len({owners[index] for index in members}) == 1
+
+
 @pytest.mark.parametrize("arguments, quick", [([], False), (["--quick"], True)])
 def test_python_dash_m_runs_the_demo_with_its_options(monkeypatch, arguments, quick):
     calls = []

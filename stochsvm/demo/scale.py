@@ -53,7 +53,7 @@ import numpy as np
 
 from ..bench import harness
 
-__all__ = ["Comparison", "DemoSettings", "dask_row", "fit_and_score", "kernel_comparison",
+__all__ = ["ClusterStarter", "Comparison", "DemoSettings", "dask_row", "fit_and_score", "kernel_comparison",
            "linear_comparison", "run_comparisons", "semi_supervised_comparison", "warm_up",
            "write_record"]
 
@@ -307,9 +307,9 @@ def linear_comparison(n_samples, n_test, n_features, tokens_per_document, seed=0
 # --------------------------------------------------------------------------------------
 #: rough seconds of the slow fits at the default sizes (the last measured run, see the README's
 #: main-job table), used only to start them first; the fits not named here start after them
-LONG_FITS = {"SVC": 30.0, "SCSKernelSVC": 19.0, 'LabelSpreading(kernel="knn")': 15.0,
-             "S3GDClassifier": 12.0, "Nystroem + LinearSVC": 7.0,
-             'SADMMClassifier(penalty="l1")': 6.0}
+LONG_FITS = {"SVC": 30.0, "SCSKernelSVC": 21.0, 'LabelSpreading(kernel="knn")': 17.0,
+             'SADMMClassifier(penalty="l1")': 7.0, "S3GDClassifier": 7.0,
+             "Nystroem + LinearSVC": 6.0, "LinearSVC": 3.5}
 
 
 def warm_up(comparisons):
@@ -458,26 +458,80 @@ def _scattered(client, X, y, n_blocks):
     return X, y
 
 
-def _fit_on_cluster(method, dataset, n_workers, seed):
-    """Start a local cluster, move the training rows to it, fit; see :func:`dask_row`.
+def _local_cluster(n_workers):
+    """A local cluster of ``n_workers`` processes of one thread, quiet, without a dashboard
+    port of its own."""
+    from dask.distributed import LocalCluster
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                            dashboard_address=":0", silence_logs=logging.ERROR)
+
+
+class ClusterStarter:
+    """Starts the Dask row's local cluster in a thread, so that its worker processes start
+    (and import their libraries) while the last forked fit still runs on the other core.
+
+    Start it only after the last fork of :func:`run_comparisons`: a process forked while the
+    cluster's threads run would inherit their locks in whatever state they were.
+
+    Parameters
+    ----------
+    n_workers : int
+    """
+
+    def __init__(self, n_workers):
+        self.n_workers = n_workers
+        self._thread = None
+        self._cluster = None
+        self._error = None
+        self._seconds = None
+
+    def start(self):
+        """Start the cluster in a thread (once; later calls do nothing)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+
+    def _run(self):
+        started = time.perf_counter()
+        try:
+            self._cluster = _local_cluster(self.n_workers)
+        except Exception as error:  # noqa: BLE001 - raised again by result()
+            self._error = error
+        self._seconds = time.perf_counter() - started
+
+    def result(self):
+        """``(cluster, seconds it took to start)``, starting it now if not yet started;
+        raises what the start raised."""
+        self.start()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._cluster, self._seconds
+
+
+def _fit_on_cluster(method, dataset, n_workers, seed, starter=None):
+    """Start a local cluster (or take the one ``starter`` started), move the training rows
+    to it, fit; see :func:`dask_row`.
 
     Returns
     -------
     (estimator, seconds, setup_seconds, memory_bytes)
+        ``setup_seconds``: starting the cluster, moving the rows and the warm-up fit.
     """
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
 
+    cluster, start_seconds = (starter or ClusterStarter(n_workers)).result()
     started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         X, y = _scattered(client, dataset.X_train, dataset.y_train, 2 * n_workers)
         rows = min(1000, X.chunks[0][0])
         method.make(seed).set_params(max_iter=1).fit(X[:rows], y[:rows])
-        setup_seconds = time.perf_counter() - started
+        # the start's own seconds count, also when it ran beside the last forked fit
+        setup_seconds = start_seconds + time.perf_counter() - started
         client.run(_start_worker_probe)
         probe = harness._MemoryProbe()
         started = time.perf_counter()
@@ -488,7 +542,7 @@ def _fit_on_cluster(method, dataset, n_workers, seed):
     return estimator, seconds, setup_seconds, None if None in added else int(sum(added))
 
 
-def dask_row(comparison, method, n_workers=2, seed=0):
+def dask_row(comparison, method, n_workers=2, seed=0, starter=None):
     """Fit ``method`` on the training data of ``comparison`` held by a local Dask cluster.
 
     The cluster (``n_workers`` processes of one thread) starts, the training rows are moved to
@@ -504,6 +558,8 @@ def dask_row(comparison, method, n_workers=2, seed=0):
         A model that trains on dask arrays (see :data:`stochsvm.distributed.TRAINERS`).
     n_workers : int, default=2
     seed : int, default=0
+    starter : ClusterStarter or None
+        A cluster already starting (of ``n_workers`` workers); None starts one here.
 
     Returns
     -------
@@ -524,7 +580,7 @@ def dask_row(comparison, method, n_workers=2, seed=0):
            "accuracy": None, "seconds": None, "memory_bytes": None}
     try:
         estimator, seconds, setup_seconds, memory = _fit_on_cluster(method, dataset,
-                                                                    n_workers, seed)
+                                                                    n_workers, seed, starter)
     except Exception as error:  # noqa: BLE001 - reported in the table, like a forked fit
         message = str(error).strip().splitlines()
         row.update(status="failed",
@@ -658,8 +714,18 @@ def run_scale_demo(settings=None, print_function=print, figure_path="stochsvm-de
         bar.step("loading the compiled solvers")
         warm_up_seconds = warm_up(comparisons)
         bar.step(f"fitting the models, {settings.workers} at a time")
+        starter = ClusterStarter(settings.dask_workers) if use_dask else None
+        finished = []
+
+        def on_finished(message):
+            bar.step()
+            finished.append(message)
+            # every fit has been forked once fewer than `workers` remain: a core is free
+            if starter is not None and len(finished) > n_fits - settings.workers:
+                starter.start()
+
         rows = run_comparisons(comparisons, settings.time_limit, settings.workers,
-                               settings.seed, on_finished=lambda message: bar.step())
+                               settings.seed, on_finished=on_finished)
         if settings.use_dask and not use_dask:
             notes.append("Dask row skipped: dask is not installed "
                          "(pip install 'stochsvm[dask]').")
@@ -667,7 +733,7 @@ def run_scale_demo(settings=None, print_function=print, figure_path="stochsvm-de
             bar.step(f"linear: training on a local Dask cluster of {settings.dask_workers} "
                      "workers", done=0)
             row = dask_row(comparisons[-1], comparisons[-1].methods[0], settings.dask_workers,
-                           settings.seed)
+                           settings.seed, starter)
             rows.append(row)
             if row["status"] == "ok":
                 notes.append(f"Dask row: a local cluster of {settings.dask_workers} worker "
