@@ -731,7 +731,7 @@ def reproduce(paper, quick, out, smoke):
 @main.command()
 @click.option("--quick", is_flag=True,
               help="The 10-second version on scikit-learn's bundled breast-cancer and digits "
-                   "data instead of the comparisons where size matters (about a minute and a half).")
+                   "data instead of the comparisons where size matters (about a minute).")
 @click.option("--figure", "figure_path", default="stochsvm-demo.png", show_default=True,
               type=click.Path(dir_okay=False),
               help="Where to write the figure; the table goes beside it as JSON (same name, "

@@ -1,8 +1,8 @@
 r"""The default demo: the comparisons where size matters, each against the peers a user would
 otherwise pick.
 
-``python -m stochsvm`` (or ``stochsvm demo``) runs three comparisons in about a minute and a
-half on two cores, prints one table (:mod:`stochsvm.demo.report`) and writes
+``python -m stochsvm`` (or ``stochsvm demo``) runs three comparisons in about a minute on
+two cores, prints one table (:mod:`stochsvm.demo.report`) and writes
 ``stochsvm-demo.png``:
 
 * **kernel** -- :class:`~stochsvm.SCSKernelSVC` (defaults) against scikit-learn's ``SVC``
@@ -21,7 +21,8 @@ half on two cores, prints one table (:mod:`stochsvm.demo.report`) and writes
   ``LinearSVC`` (defaults) on generated sparse text (:func:`stochsvm.bench.data.make_sparse_text`,
   CSR, 100000 documents x 100000 features), with the number of nonzero coefficients of each
   model; and, when dask is installed, the same SADMM model trained on a local Dask cluster of
-  two single-threaded workers (:mod:`stochsvm.distributed`).
+  two single-threaded workers (:mod:`stochsvm.distributed`), started in a thread while the
+  last forked fit runs.
 
 How it measures
 ---------------

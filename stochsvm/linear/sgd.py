@@ -682,7 +682,10 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         (scikit-learn's ``learning_rate="adaptive"`` does the same for ``SGDClassifier``):
         a constant step settles where the gradient noise balances the descent, a level set
         by the step, so a smaller step goes below it. The fit stops after
-        ``_step_reductions`` reductions; the scale is recorded as ``step_scale``."""
+        ``_step_reductions`` reductions, or earlier when the objective did not fall by
+        ``tol`` at the last reduced step (the plateau was the optimum's neighbourhood, not
+        the step's noise floor; measured in ``benchmarks/BENCHMARKS.md``, linear family);
+        the scale is recorded as ``step_scale``."""
         reductions = state.get("step_reductions", 0)
         if reductions >= self._step_reductions:
             return False
