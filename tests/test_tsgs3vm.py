@@ -511,18 +511,35 @@ def test_default_with_few_labels_is_the_svc_on_the_labels():
         SVC(gamma=0.2).fit(X[labeled], y_semi[labeled]).decision_function(X), atol=1e-8)
 
 
-def test_check_skipped_above_the_labels_an_exact_svc_can_hold(monkeypatch):
+def test_above_the_svc_cap_the_check_runs_on_a_stratified_sample_of_the_labels(monkeypatch):
+    # more labels than an exact SVC of the check may train on: the check still runs, its SVCs
+    # (folds and fallback) on MAXIMUM_CHECKED_LABELS labels drawn in the classes' proportions;
+    # where the unlabeled term hurts, the model is the SVC on that sample
     import stochsvm.semi.tsgs3vm as module
     from stochsvm.datasets import make_semi_supervised
 
     X, y = _cluster_assumption_violated(600, 0)
-    y_semi = make_semi_supervised(y, n_labeled=60, random_state=0)
-    monkeypatch.setattr(module, "MAXIMUM_CHECKED_LABELS", 59)
-    checked = TSGS3VM(random_state=0, max_iter=10).fit(X, y_semi)
-    unchecked = TSGS3VM(random_state=0, max_iter=10, safe_folds=None).fit(X, y_semi)
-    assert not _is_supervised_fallback(checked)
-    np.testing.assert_array_equal(checked.binary_models_[0]["coefficients"],
-                                  unchecked.binary_models_[0]["coefficients"])
+    y_semi = make_semi_supervised(y, n_labeled=90, random_state=0)
+    monkeypatch.setattr(module, "MAXIMUM_CHECKED_LABELS", 60)
+    model = TSGS3VM(random_state=0).fit(X, y_semi)
+    assert _is_supervised_fallback(model)
+    labeled = np.flatnonzero(y_semi != -1)
+    y_signed = np.where(y_semi[labeled] == model.classes_[1], 1.0, -1.0)
+    seed = model.binary_models_[0]["seed"]
+    subset = module.supervised_subset(y_signed, seed)
+    assert subset.size == 60 and np.unique(subset).size == 60
+    counts = np.bincount((y_signed[subset] > 0).astype(int))
+    np.testing.assert_allclose(counts / 60, np.bincount((y_signed > 0).astype(int)) / 90,
+                               atol=0.02)
+    chosen = labeled[subset]
+    reference = SVC(gamma=model.binary_models_[0]["gamma"]).fit(X[chosen], y_semi[chosen])
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                               atol=1e-8)
+    # switched off (a cap above the labels), the fallback trains on all 90 labels
+    monkeypatch.setattr(module, "MAXIMUM_CHECKED_LABELS", 5000)
+    everything = TSGS3VM(random_state=0).fit(X, y_semi)
+    assert _is_supervised_fallback(everything)
+    assert not np.allclose(everything.decision_function(X), model.decision_function(X))
 
 
 @pytest.mark.parametrize("make, gamma", [

@@ -313,20 +313,41 @@ LONG_FITS = {"SVC": 30.0, "SCSKernelSVC": 21.0, 'LabelSpreading(kernel="knn")': 
              "Nystroem + LinearSVC": 6.0, "LinearSVC": 3.5}
 
 
+def _warm_up_one(comparison):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        harness.warm_up(comparison.methods, [comparison.dataset])
+
+
 def warm_up(comparisons):
     """Fit each of the package's models once on a few rows of its data, here: numba compiles
     (or loads from its disk cache) the solvers, which the forked fits then inherit.
+
+    On a first run (nothing cached yet) the first comparison's solvers compile in a forked
+    process, which writes them to numba's disk cache, while this process compiles the others;
+    this process then loads the first comparison's from the cache. Where the cache cannot be
+    written, they compile here as they would have.
 
     Returns
     -------
     float
         Seconds it took.
     """
+    import multiprocessing
+
     started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for comparison in comparisons:
-            harness.warm_up(comparison.methods, [comparison.dataset])
+    first, others = comparisons[:1], comparisons[1:]
+    helper = None
+    if first and others and harness._fork_available():
+        helper = multiprocessing.get_context("fork").Process(target=_warm_up_one,
+                                                             args=(first[0],))
+        helper.start()
+    for comparison in others:
+        _warm_up_one(comparison)
+    if helper is not None:
+        helper.join()
+    for comparison in first:
+        _warm_up_one(comparison)
     return time.perf_counter() - started
 
 
