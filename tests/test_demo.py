@@ -285,3 +285,32 @@ def test_demo_command_options(monkeypatch):
     assert result.exit_code == 2 and "not to --quick" in result.output
     help_text = runner.invoke(main, ["demo", "--help"]).output
     assert f"default: {DemoSettings().time_limit:g}" in help_text
+
+
+def test_warm_up_runs_the_s3vm_pass_of_a_semi_supervised_model(monkeypatch):
+    # with 20 labels per class, TSGS3VM's default would return the SVC on the labels without
+    # its compiled S3VM pass, which the timed fit would then compile
+    from stochsvm.bench import harness
+    from stochsvm.semi import tsgs3vm
+
+    comparison = scale.semi_supervised_comparison(1200, 200, test_samples=300,
+                                                  use_fashion_mnist=False)
+    passes = []
+    original = tsgs3vm.tsgs3vm_train_shared
+    monkeypatch.setattr(tsgs3vm, "tsgs3vm_train_shared",
+                        lambda *args, **keywords: passes.append(1) or original(*args,
+                                                                               **keywords))
+    harness.warm_up(comparison.methods[:1], [comparison.dataset])
+    assert passes
+
+
+def test_warm_up_of_several_comparisons_forks_the_first(monkeypatch):
+    comparisons = [scale.linear_comparison(400, 100, 500, 10),
+                   scale.semi_supervised_comparison(800, 100, test_samples=200,
+                                                    use_fashion_mnist=False)]
+    here = []
+    monkeypatch.setattr(scale, "_warm_up_one", lambda comparison: here.append(comparison.name))
+    assert scale.warm_up(comparisons) >= 0
+    # the forked process warmed the first up (its call is not seen here); this process warmed
+    # up the others, then the first again (loading it from the compile cache)
+    assert here == ["semi-supervised", "linear"]
