@@ -403,7 +403,9 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 # step is too large: it has not converged and goes on (up to max_iter). A
                 # smaller step after which the objective did not fall by tol shows that the
                 # plateau is the optimum's neighbourhood, not the step's noise floor: stop.
-                above_zero_model = record["objective"] >= zero_objective
+                # (a stop by the callback or the time limit is final)
+                above_zero_model = (monitor.stopped_by == "tol"
+                                    and record["objective"] >= zero_objective)
                 if monitor.stopped_by == "tol" and (
                         ((above_zero_model or monitor.last_resume_helped)
                          and self._reduce_step_on_plateau(state))
