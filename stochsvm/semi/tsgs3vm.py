@@ -555,7 +555,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
       folds) the default matches ``SVC`` on the labels on 11 of 11 sets, again by returning
       the ``SVC`` in every fit.
     * With many labels (``benchmarks/tsgs3vm_many_labels.py``, 10^4 and 2 x 10^4 labels)
-      the S3VM loses 6-7 points to an ``SVC`` on the labels on generated linear data and
+      the S3VM loses 7 points to an ``SVC`` on the labels on generated linear data and
       3 on Fashion-MNIST tops vs rest; the default returns the ``SVC`` on a stratified
       sample of 5000 labels, 0.4 points below an ``SVC`` on every label.
 
