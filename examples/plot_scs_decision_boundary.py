@@ -4,7 +4,7 @@ Kernel SVM by stochastic conjugate subgradients: SCS against SVC
 ==================================================================
 
 :class:`stochsvm.SCSKernelSVC` minimizes the same objective as scikit-learn's ``SVC``
-(``C`` and ``gamma`` mean the same, but there is no intercept) by the stochastic conjugate
+(``C`` and ``gamma`` mean the same; its intercept is regularized) by the stochastic conjugate
 subgradient method: it works on a random sample of the training set that grows with the
 iterations and keeps the kernel matrix of that sample only. This example fits both on
 the two moons and draws their decision functions side by side.

@@ -93,11 +93,12 @@ def line_search_twin(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t
     return lower, t, 3
 
 
-def kernel_pegasos_twin(X, y, weights, draws, regularization, kernel="rbf", gamma=1.0):
+def kernel_pegasos_twin(X, y, weights, draws, regularization, kernel="rbf", gamma=1.0,
+                        intercept_offset=0.0):
     """Fig. 3 of the Pegasos paper step by step; returns the counts ``alpha`` after the draws."""
     counts = np.zeros(X.shape[0])
     for step, i in enumerate(draws, start=1):
-        row = kernel_block(X[i:i + 1], X, kernel, gamma)[0]
+        row = kernel_block(X[i:i + 1], X, kernel, gamma)[0] + intercept_offset
         score = np.sum(counts * y * row)
         if y[i] * score < regularization * step:
             counts[i] += weights[i]
@@ -105,11 +106,13 @@ def kernel_pegasos_twin(X, y, weights, draws, regularization, kernel="rbf", gamm
 
 
 @functools.lru_cache(maxsize=None)
-def exact_rbf_optimum(name, C=1.0):
+def exact_rbf_optimum(name, C=1.0, intercept_offset=0.0):
     """``exact_kernel_svm`` on ``"breast_cancer"`` or ``"digits"`` (the binary tasks of
-    ``tests/reference.py``) with the RBF kernel and ``gamma="scale"``; cached, since the digits
-    problem takes seconds and several test files need it. Returns ``(a, primal, dual)``."""
+    ``tests/reference.py``) with the RBF kernel and ``gamma="scale"``, plus
+    ``intercept_offset`` (:math:`s^2` of ``fit_intercept=True``) on every kernel value; cached,
+    since the digits problem takes seconds and several test files need it. Returns
+    ``(a, primal, dual)``."""
     loader = {"breast_cancer": binary_breast_cancer, "digits": binary_digits}[name]
     X, y = loader()
-    gram = kernel_block(X, X, "rbf", resolve_gamma("scale", X))
+    gram = kernel_block(X, X, "rbf", resolve_gamma("scale", X)) + intercept_offset
     return exact_kernel_svm(gram, y, C)

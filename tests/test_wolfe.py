@@ -15,12 +15,13 @@ from .reference_kernel import exact_rbf_optimum
 
 @pytest.mark.parametrize("name,loader", [("breast_cancer", binary_breast_cancer),
                                          ("digits", binary_digits)])
-def test_within_one_percent_of_exact_optimum_at_c_one(name, loader):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_within_one_percent_of_exact_optimum_at_c_one(name, loader, fit_intercept):
     X, y = loader()
-    _, primal, _ = exact_rbf_optimum(name)
+    _, primal, _ = exact_rbf_optimum(name, intercept_offset=1.0 if fit_intercept else 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = WolfeKernelSVC(C=1.0, max_iter=200).fit(X, y)
+        model = WolfeKernelSVC(C=1.0, fit_intercept=fit_intercept, max_iter=200).fit(X, y)
     value = model.objective(X, y)
     assert primal * (1 - 1e-9) <= value <= 1.01 * primal
     # the recorded objective is the full-sample objective, and it ends at the model's value
@@ -31,7 +32,7 @@ def test_eq2_closed_form_at_c_equal_one_over_m():
     X, y = binary_breast_cancer()
     X, y = X[:150], y[:150]
     m = len(y)
-    model = WolfeKernelSVC(C=1.0 / m, tol=1e-8, max_iter=200).fit(X, y)
+    model = WolfeKernelSVC(C=1.0 / m, fit_intercept=False, tol=1e-8, max_iter=200).fit(X, y)
     coefficients = np.zeros(m)
     coefficients[model.support_] = model.dual_coef_[0]
     np.testing.assert_allclose(coefficients, y / m, rtol=0, atol=1e-6 / m)
@@ -62,8 +63,8 @@ def test_large_c_keeps_converging_and_does_not_cycle():
     assert primal - dual <= 1e-3 * primal
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        short = WolfeKernelSVC(C=1e4, max_iter=1000).fit(X, y)
-        long = WolfeKernelSVC(C=1e4, max_iter=3000).fit(X, y)
+        short = WolfeKernelSVC(C=1e4, fit_intercept=False, max_iter=1000).fit(X, y)
+        long = WolfeKernelSVC(C=1e4, fit_intercept=False, max_iter=3000).fit(X, y)
     assert long.objective(X, y) <= 1.15 * primal
     assert long.objective(X, y) < short.objective(X, y) - 0.05 * primal
 
@@ -71,13 +72,16 @@ def test_large_c_keeps_converging_and_does_not_cycle():
 def test_first_step_is_the_exact_minimizer_along_the_first_direction():
     # the first trial is the exact line minimizer along -g_0, whose length does not grow
     # with C: the first iteration takes a step at any C
+    # (with the intercept's constant on the kernel the first step is shorter: the objective
+    # falls below F(0) = C m, not below half of it)
     X, y = binary_breast_cancer()
     for C in (1.0, 1e2, 1e4, 1e6):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model = WolfeKernelSVC(C=C, max_iter=1).fit(X, y)
-        assert model.history_[0]["step"] > 0.0
-        assert model.objective(X, y) < 0.5 * C * len(y)
+        for fit_intercept, fraction in ((False, 0.5), (True, 1.0)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model = WolfeKernelSVC(C=C, fit_intercept=fit_intercept, max_iter=1).fit(X, y)
+            assert model.history_[0]["step"] > 0.0
+            assert model.objective(X, y) < fraction * C * len(y)
 
 
 def test_refuses_data_beyond_its_budget_and_points_to_scs():

@@ -1,4 +1,5 @@
-"""Kernel SVM estimators of the SCS paper family (no bias, one-vs-rest multiclass)."""
+"""Kernel SVM estimators of the SCS paper family (one-vs-rest multiclass; an intercept through
+the kernel, see :mod:`stochsvm.kernel._base`)."""
 
 from .kernel_pegasos import KernelPegasosSVC
 from .scs import SCSKernelSVC

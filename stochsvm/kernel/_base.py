@@ -1,4 +1,4 @@
-r"""Shared machinery of the kernel SVM estimators (no bias, one-vs-rest multiclass).
+r"""Shared machinery of the kernel SVM estimators (one-vs-rest multiclass).
 
 Every estimator minimizes, per binary problem with :math:`y_i \in \{-1, +1\}` and sample
 weights :math:`s_i`,
@@ -10,7 +10,12 @@ weights :math:`s_i`,
     \qquad \beta = \sum_j a_j\phi(x_j),
 
 so :math:`\|\beta\|^2 = a^\top K a` and the decision value is :math:`f(x) = \sum_j a_j k(x_j, x)`
-(no bias, as in the SCS paper). ``C`` is the weight of scikit-learn's ``SVC`` (default 1.0).
+(no bias, as in the SCS paper). With ``fit_intercept=True`` (the default) the kernel is
+:math:`k(x, z) + s^2` with :math:`s` = ``intercept_scaling``: the feature map gains a constant
+coordinate :math:`s`, as LIBLINEAR appends one to every sample, so the model has an intercept
+:math:`b = s^2 \sum_j a_j` regularized with the weights (:math:`\tfrac12 b^2 / s^2` of
+:math:`\tfrac12\|\beta\|^2`). The solvers are unchanged: they see another positive
+semi-definite kernel. ``C`` is the weight of scikit-learn's ``SVC`` (default 1.0).
 The SCS paper's eq. (2), :math:`\tfrac12 a^\top Q a + \tfrac1m\sum_i \max(0, 1 - w_i (Qa)_i)`,
 is the case :math:`C = 1/m`; with an RBF kernel (:math:`k \le 1`) that problem is degenerate:
 every sample violates the margin at the optimum and the solution is the Parzen-window
@@ -72,6 +77,8 @@ class BaseKernelClassifier(BaseClassifier):
     _parameter_constraints = {
         "C": [Interval(Real, 0, None, closed="neither")],
         **KERNEL_PARAMETER_CONSTRAINTS,
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "callback": [callable, None],
     }
@@ -87,12 +94,21 @@ class BaseKernelClassifier(BaseClassifier):
         "_kernel_dtype": StrField(("float64", "float32")),
         "_max_memory_mb": FloatField(minimum=0.0, strict=True),
         "_C": FloatField(minimum=0.0, strict=True),
+        # s^2 added to every kernel value (0: no intercept; absent from models saved before
+        # fit_intercept existed, which had none)
+        "_intercept_offset": FloatField(minimum=0.0, optional=True),
+        "intercept_": ArrayField("float", ("n_problems",), optional=True),
     }
 
     def _kernel_values(self, A, B, out=None):
-        """The kernel block :math:`k(A_i, B_j)` with the fitted kernel parameters."""
-        return kernel_block(A, B, self._kernel_name, self._gamma, self._degree, self._coef0,
-                            dtype=self._kernel_dtype, out=out)
+        """The kernel block :math:`k(A_i, B_j) + s^2` with the fitted kernel parameters
+        (:math:`s^2 = 0` without an intercept)."""
+        block = kernel_block(A, B, self._kernel_name, self._gamma, self._degree, self._coef0,
+                             dtype=self._kernel_dtype, out=out)
+        offset = getattr(self, "_intercept_offset", None)
+        if offset:
+            block += offset
+        return block
 
     def _resolve_kernel(self, X):
         self._resolve_kernel_from(X.shape[0], resolve_gamma(self.gamma, X))
@@ -109,6 +125,8 @@ class BaseKernelClassifier(BaseClassifier):
             dtype = self._automatic_kernel_dtype(n_samples)
         self._kernel_dtype = resolve_kernel_dtype(dtype).name
         self._max_memory_mb = float(self.max_memory_mb)
+        self._intercept_offset = (float(self.intercept_scaling) ** 2 if self.fit_intercept
+                                  else 0.0)
 
     def _automatic_kernel_dtype(self, n_samples):
         """Storage type of the kernel blocks for ``kernel_dtype="auto"`` (estimators that
@@ -153,6 +171,8 @@ class BaseKernelClassifier(BaseClassifier):
         self.support_ = support
         self.support_vectors_ = X[support]
         self.dual_coef_ = coefficients[:, support]
+        # b = s^2 sum_j a_j, already inside the decision values through the kernel offset
+        self.intercept_ = self._intercept_offset * self.dual_coef_.sum(axis=1)
         self.n_iter_ = int(max(result[2] for result in results))
         return self
 

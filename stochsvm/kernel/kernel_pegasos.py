@@ -66,7 +66,7 @@ def _pegasos_chunk(block, row_columns, column_coefficients, row_labels, row_weig
 
 
 class KernelPegasosSVC(BaseKernelClassifier):
-    r"""Kernel SVM (no bias) by kernelized Pegasos (stochastic subgradient steps).
+    r"""Kernel SVM by kernelized Pegasos (stochastic subgradient steps).
 
     Parameters
     ----------
@@ -76,6 +76,14 @@ class KernelPegasosSVC(BaseKernelClassifier):
     gamma : float, "scale" or "auto", default="scale"
     degree : float, default=3
     coef0 : float, default=0.0
+    fit_intercept : bool, default=True
+        Fit an intercept :math:`b`, as ``SVC`` does, by adding ``intercept_scaling**2`` to
+        every kernel value (a constant feature of value ``intercept_scaling``, regularized
+        with the others as in LIBLINEAR; see :mod:`stochsvm.kernel._base`). ``False`` is the
+        paper's model without a bias.
+    intercept_scaling : float, default=1.0
+        :math:`s`: the intercept's penalty is :math:`\tfrac12 b^2 / s^2`; a larger value
+        regularizes it less.
     max_iter : int, default=5
         Number of epochs (``n_samples`` steps each).
     chunk_size : int, default=256
@@ -94,7 +102,7 @@ class KernelPegasosSVC(BaseKernelClassifier):
 
     Attributes
     ----------
-    classes_, support_, support_vectors_, dual_coef_, n_iter_, n_features_in_
+    classes_, support_, support_vectors_, dual_coef_, intercept_, n_iter_, n_features_in_
         As in :class:`~stochsvm.kernel.SCSKernelSVC`.
     history_ : list of dict
         Per epoch: ``iteration``, ``steps``, ``objective`` (the ``C``-weighted objective on the
@@ -106,14 +114,16 @@ class KernelPegasosSVC(BaseKernelClassifier):
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, max_iter=5,
-                 chunk_size=256, kernel_dtype="float64", max_memory_mb=2048,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
+                 intercept_scaling=1.0, max_iter=5, chunk_size=256, kernel_dtype="float64",
+                 max_memory_mb=2048, n_jobs=None, random_state=None, verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.max_iter = max_iter
         self.chunk_size = chunk_size
         self.kernel_dtype = kernel_dtype

@@ -5,7 +5,9 @@ machines" (Alg. 1 and Alg. 2, eqs. (2)-(6)).
 
 Problem
 -------
-Per binary problem (labels :math:`y_i = \pm 1`, sample weights :math:`s_i`, no bias)
+Per binary problem (labels :math:`y_i = \pm 1`, sample weights :math:`s_i`; the paper's
+model has no bias, ``fit_intercept=True`` adds one through the kernel :math:`k + s^2`, see
+:mod:`stochsvm.kernel._base`)
 
 .. math::
 
@@ -224,7 +226,7 @@ _FLOAT64_CAPACITY = 10000
 
 
 class SCSKernelSVC(BaseKernelClassifier):
-    r"""Kernel SVM (no bias) by stochastic conjugate subgradients with adaptive sampling.
+    r"""Kernel SVM by stochastic conjugate subgradients with adaptive sampling.
 
     Minimizes :math:`\tfrac12 a^\top K a + C\sum_i s_i\max(0, 1 - y_i (Ka)_i)` by Alg. 1 of the
     SCS paper (see the module docstring for the method and the implementation choices).
@@ -241,6 +243,14 @@ class SCSKernelSVC(BaseKernelClassifier):
         Degree of ``"poly"``.
     coef0 : float, default=0.0
         Constant of ``"poly"``.
+    fit_intercept : bool, default=True
+        Fit an intercept :math:`b`, as ``SVC`` does, by adding ``intercept_scaling**2`` to
+        every kernel value (a constant feature of value ``intercept_scaling``, regularized
+        with the others as in LIBLINEAR; see :mod:`stochsvm.kernel._base`). ``False`` is the
+        paper's model without a bias.
+    intercept_scaling : float, default=1.0
+        :math:`s`: the intercept's penalty is :math:`\tfrac12 b^2 / s^2`; a larger value
+        regularizes it less.
     initial_samples : int, default=100
         :math:`|S_0|` (capped by the number of training samples).
     samples_per_iter : int, default=50
@@ -344,6 +354,9 @@ class SCSKernelSVC(BaseKernelClassifier):
     support_vectors_ : ndarray or CSR matrix
     dual_coef_ : ndarray of shape (n_problems, n_support)
         Coefficients :math:`a_j` (``n_problems`` is 1 for two classes).
+    intercept_ : ndarray of shape (n_problems,)
+        :math:`b = s^2\sum_j a_j` (zeros with ``fit_intercept=False``), part of the decision
+        values :math:`f(x) = \sum_j a_j k(x_j, x) + b`.
     n_iter_ : int
         Iterations of the longest binary problem.
     sample_size_ : ndarray of shape (n_problems,)
@@ -396,20 +409,21 @@ class SCSKernelSVC(BaseKernelClassifier):
         "kernel_dtype": [StrOptions({"float64", "float32", "auto"}), type],
     }
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
-                 initial_samples=100, samples_per_iter=50, max_samples=None, tol=1e-3,
-                 max_iter=1000, delta_init=1e-2, delta_min=1e-7, delta_max=10.0, eta1=0.1,
-                 eta2=1e-3, radius_factor=2.0, sufficient_decrease=0.4, curvature=0.3,
-                 shortest_step_divisor=8, validation_size=200, metric="rkhs",
-                 n_iter_no_change=50, stall_tol=1e-3, sampling="adaptive", sampling_tol=1e-2,
-                 error_tol=5e-3, kernel_dtype="auto", max_memory_mb=4096,
-                 n_jobs=None, random_state=None, verbose=0,
-                 callback=None):
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
+                 intercept_scaling=1.0, initial_samples=100, samples_per_iter=50, max_samples=None,
+                 tol=1e-3, max_iter=1000, delta_init=1e-2, delta_min=1e-7, delta_max=10.0,
+                 eta1=0.1, eta2=1e-3, radius_factor=2.0, sufficient_decrease=0.4, curvature=0.3,
+                 shortest_step_divisor=8, validation_size=200, metric="rkhs", n_iter_no_change=50,
+                 stall_tol=1e-3, sampling="adaptive", sampling_tol=1e-2, error_tol=5e-3,
+                 kernel_dtype="auto", max_memory_mb=4096, n_jobs=None, random_state=None,
+                 verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.initial_samples = initial_samples
         self.samples_per_iter = samples_per_iter
         self.max_samples = max_samples

@@ -54,7 +54,7 @@ _MAX_HALVINGS = 40
 
 
 class WolfeKernelSVC(BaseKernelClassifier):
-    r"""Kernel SVM (no bias) by Wolfe's deterministic conjugate subgradient method.
+    r"""Kernel SVM by Wolfe's deterministic conjugate subgradient method.
 
     Parameters
     ----------
@@ -65,6 +65,14 @@ class WolfeKernelSVC(BaseKernelClassifier):
     gamma : float, "scale" or "auto", default="scale"
     degree : float, default=3
     coef0 : float, default=0.0
+    fit_intercept : bool, default=True
+        Fit an intercept :math:`b`, as ``SVC`` does, by adding ``intercept_scaling**2`` to
+        every kernel value (a constant feature of value ``intercept_scaling``, regularized
+        with the others as in LIBLINEAR; see :mod:`stochsvm.kernel._base`). ``False`` is the
+        paper's model without a bias.
+    intercept_scaling : float, default=1.0
+        :math:`s`: the intercept's penalty is :math:`\tfrac12 b^2 / s^2`; a larger value
+        regularizes it less.
     tol : float, default=1e-4
         Stop when :math:`\|d_k\| < \text{tol}\,r_0`, :math:`r_0` the length of the exact
         minimizing first step along :math:`-g_0` (see the module docstring).
@@ -88,7 +96,7 @@ class WolfeKernelSVC(BaseKernelClassifier):
 
     Attributes
     ----------
-    classes_, support_, support_vectors_, dual_coef_, n_iter_, n_features_in_
+    classes_, support_, support_vectors_, dual_coef_, intercept_, n_iter_, n_features_in_
         As in :class:`~stochsvm.kernel.SCSKernelSVC`.
     history_ : list of dict
         ``iteration``, ``objective`` (:math:`F(a_k)`), ``direction_norm``, ``step``,
@@ -108,15 +116,17 @@ class WolfeKernelSVC(BaseKernelClassifier):
         "metric": [StrOptions({"rkhs", "euclidean"})],
     }
 
-    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tol=1e-4,
-                 max_iter=1000, sufficient_decrease=0.4, curvature=0.3, metric="rkhs",
-                 kernel_dtype="float64", max_memory_mb=2048, n_jobs=None, random_state=None,
-                 verbose=0, callback=None):
+    def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
+                 intercept_scaling=1.0, tol=1e-4, max_iter=1000, sufficient_decrease=0.4,
+                 curvature=0.3, metric="rkhs", kernel_dtype="float64", max_memory_mb=2048,
+                 n_jobs=None, random_state=None, verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.tol = tol
         self.max_iter = max_iter
         self.sufficient_decrease = sufficient_decrease
