@@ -128,3 +128,21 @@ def test_kernel_width_smoke_run_writes_its_outputs_and_section(tmp_path):
     text = benchmarks.read_text()
     assert text.count("tsgs3vm-width:begin") == 1 and "second" in text and "first" not in text
     assert text.index("tsgs3vm-family:end") < text.index("second") < text.index("## Next")
+
+
+def test_safe_benchmark_figure_draws_every_method_against_svc(tmp_path):
+    script = load_script("tsgs3vm_safe")
+
+    def medians(**values):
+        return {name: {"median": value, "accuracies": [value], "seconds": 0.1}
+                for name, value in values.items()}
+
+    report = {"draws": 1, "results": {
+        "one": {**medians(**{script.DEFAULT: 0.9, script.UNCHECKED: 0.85,
+                             "SVC (labeled only)": 0.9, "LabelSpreading": 0.95})},
+        "two (n=100)": {**medians(**{script.DEFAULT: 0.8, script.UNCHECKED: 0.82,
+                                     "SVC (labeled only)": 0.8, "LabelSpreading": 0.7,
+                                     "CCCPTSVM": 0.81})}}}
+    script.figure(report, tmp_path / "safe.png")
+    assert (tmp_path / "safe.png").stat().st_size > 0
+    assert "results/tsgs3vm_safe.png" in script.FIGURE_LINK

@@ -129,16 +129,18 @@ def test_bad_intercept_scaling_names_the_parameter(value):
         SCSKernelSVC(intercept_scaling=value).fit(X[:40], y[:40])
 
 
-def test_kernel_benchmark_row_reports_both_models_side_by_side():
-    # benchmarks/kernel_vs_svc.py: one row fits SCS with and without the intercept beside
-    # SVC, and its table counts both against SVC (rows of older runs show "-")
+def test_kernel_benchmark_row_reports_both_models_side_by_side(tmp_path):
+    # benchmarks/kernel_vs_svc.py: one row fits SCS with and without the intercept, the
+    # paper's baselines and SVC, and its table counts both SCS models against SVC (rows of
+    # older runs show "-"); the figure is written
     from .benchmark_scripts import load_script
 
     script = load_script("kernel_vs_svc")
     X, y = binary_breast_cancer()
     X, y = X[:200], y[:200]
     row = script.run_row("breast_cancer", 1.0, X[:150], X[150:], y[:150], y[150:], "test")
-    assert {"scs_accuracy", "scs_no_intercept_accuracy", "svc_accuracy"} <= set(row)
+    assert {"scs_accuracy", "scs_no_intercept_accuracy", "svc_accuracy", "pegasos_accuracy",
+            "wolfe_accuracy"} <= set(row)
     older = {key: value for key, value in row.items()
              if not key.startswith("scs_no_intercept")}
     table = script.markdown([row, older], machine={})
@@ -146,3 +148,5 @@ def test_kernel_benchmark_row_reports_both_models_side_by_side():
     assert f"{row['scs_no_intercept_accuracy']:.4f} / " in table
     assert "| - |" in table
     assert "Without the intercept (fit_intercept=False): " in table and "of 1 rows" in table
+    script.figure([row, older], tmp_path / "figure.png")
+    assert (tmp_path / "figure.png").stat().st_size > 0

@@ -65,14 +65,9 @@ class WolfeKernelSVC(BaseKernelClassifier):
     gamma : float, "scale" or "auto", default="scale"
     degree : float, default=3
     coef0 : float, default=0.0
-    fit_intercept : bool, default=True
-        Fit an intercept :math:`b`, as ``SVC`` does, by adding ``intercept_scaling**2`` to
-        every kernel value (a constant feature of value ``intercept_scaling``, regularized
-        with the others as in LIBLINEAR; see :mod:`stochsvm.kernel._base`). ``False`` is the
-        paper's model without a bias.
-    intercept_scaling : float, default=1.0
-        :math:`s`: the intercept's penalty is :math:`\tfrac12 b^2 / s^2`; a larger value
-        regularizes it less.
+    fit_intercept, intercept_scaling : bool and float, default=True and 1.0
+        As in :class:`~stochsvm.kernel.SCSKernelSVC`: an intercept through the kernel
+        :math:`k + s^2`, :math:`s` = ``intercept_scaling`` (``False``: no bias).
     tol : float, default=1e-4
         Stop when :math:`\|d_k\| < \text{tol}\,r_0`, :math:`r_0` the length of the exact
         minimizing first step along :math:`-g_0` (see the module docstring).
