@@ -323,7 +323,7 @@ def fit_sampled_rows(estimator, X, y, sample_weight=None):
     estimator.support_ = support
     estimator.support_vectors_ = rows[first[np.searchsorted(unique, support)]]
     estimator.dual_coef_ = dual_coef
-    estimator.intercept_ = estimator._intercept_offset * dual_coef.sum(axis=1)
+    estimator._store_intercept()
     estimator.history_ = estimator._flat_history(histories)
     estimator._problem_extras = extras
     estimator.n_iter_ = int(max(iterations))

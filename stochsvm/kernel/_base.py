@@ -171,10 +171,14 @@ class BaseKernelClassifier(BaseClassifier):
         self.support_ = support
         self.support_vectors_ = X[support]
         self.dual_coef_ = coefficients[:, support]
-        # b = s^2 sum_j a_j, already inside the decision values through the kernel offset
-        self.intercept_ = self._intercept_offset * self.dual_coef_.sum(axis=1)
+        self._store_intercept()
         self.n_iter_ = int(max(result[2] for result in results))
         return self
+
+    def _store_intercept(self):
+        """``intercept_`` from ``dual_coef_``: :math:`b = s^2\sum_j a_j`, already inside the
+        decision values through the kernel offset (zeros without an intercept)."""
+        self.intercept_ = self._intercept_offset * self.dual_coef_.sum(axis=1)
 
     def _chunk_rows(self, n_columns):
         return max(1, int(_PREDICTION_CHUNK_BYTES // (8 * max(n_columns, 1))))
