@@ -163,3 +163,52 @@ def test_constant_step_too_large_is_reduced_not_stopped():
     assert model.n_iter_ < model.max_iter
     zero_objective = np.log(2.0)
     assert model.objective(X, y) < zero_objective
+
+
+def test_several_watched_sequences_stop_only_when_none_improves():
+    # a lucky low of one sequence (the noisy last iterate) must not end the fit while
+    # another (the averaged iterate) still falls by more than tol per record
+    from stochsvm._core.monitor import TrainingMonitor
+    monitor = TrainingMonitor(tol=1e-3, n_iter_no_change=3, stop_key=("average", "last"))
+    records = [{"average": 1.0, "last": 0.90}, {"average": 0.98, "last": 0.99},
+               {"average": 0.96, "last": 0.97}, {"average": 0.94, "last": 0.95},
+               {"average": 0.92, "last": 0.93}]
+    assert not any(monitor.record(record) for record in records)  # "last" stalled at 0.90
+    assert not monitor.record({"average": 0.9199, "last": 0.95})
+    assert not monitor.record({"average": 0.9199, "last": 0.95})
+    assert monitor.record({"average": 0.9199, "last": 0.95}) and monitor.stopped_by == "tol"
+    # one key alone: the rule as before, on the lowest value
+    single = TrainingMonitor(tol=1e-3, n_iter_no_change=3)
+    values = [0.90, 0.99, 0.97, 0.95]
+    assert [single.record({"objective": v}) for v in values] == [False, False, False, True]
+
+
+def test_sadmm_stops_once_neither_of_its_outputs_improves(monkeypatch):
+    # SADMM scores its averaged and its last iterate every epoch; a plateau of the lowest of
+    # the two ended fits while the average still fell (standardized digits even vs odd, l1,
+    # alpha = 1 / (0.01 n): 41 epochs and F = 0.4576 before, 65 and 0.4477 now)
+    from sklearn.preprocessing import StandardScaler
+
+    from stochsvm._core import monitor as monitor_module
+    from stochsvm.linear import _base
+
+    X, y = binary_digits()
+    X = StandardScaler().fit_transform(X)
+    settings = dict(penalty="l1", alpha=1.0 / (0.01 * len(y)), random_state=0)
+    model = SADMMClassifier(**settings).fit(X, y)
+    window, tol = model.n_iter_no_change, model.tol
+    for key in ("objective_average", "objective_last"):
+        # each of the last n_iter_no_change values above the lowest before it minus tol
+        values = [record[key] for record in model.history_]
+        for position in range(len(values) - window, len(values)):
+            best = min(values[:position])
+            assert values[position] > best - tol * abs(best)
+
+    class LowestOnly(monitor_module.TrainingMonitor):  # the rule before: the lowest alone
+        def __init__(self, *args, stop_key="objective", **kwargs):
+            super().__init__(*args, stop_key="objective", **kwargs)
+
+    monkeypatch.setattr(_base, "TrainingMonitor", LowestOnly)
+    earlier = SADMMClassifier(**settings).fit(X, y)
+    assert earlier.n_iter_ < model.n_iter_
+    assert model.objective(X, y) < earlier.objective(X, y)

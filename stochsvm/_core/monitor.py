@@ -33,8 +33,12 @@ class TrainingMonitor:
         ``None`` disables the rule.
     n_iter_no_change : int
         Patience of the stopping rule.
-    stop_key : str
-        Record key watched by the stopping rule.
+    stop_key : str or tuple of str
+        Record key watched by the stopping rule. Several keys (the objectives of a solver's
+        candidate outputs, each a sequence of its own) are each watched against their own
+        best value, and the rule stops only once every key seen so far has gone
+        ``n_iter_no_change`` records without improving: a noisy sequence whose lucky low
+        sets the best of all cannot end a fit while another sequence still descends.
     verbose : int
         ``> 0`` prints one line per chunk to standard error.
     callback : callable or None
@@ -58,8 +62,9 @@ class TrainingMonitor:
         self.problem = problem
         self.history = []
         self.start = time.perf_counter()
-        self._best = np.inf
-        self._no_improvement = 0
+        self._keys = (stop_key,) if isinstance(stop_key, str) else tuple(stop_key)
+        self._best = {}
+        self._no_improvement = {}
         self._resumes = 0
         self._improved_since_resume = False
         self.stopped_by = None
@@ -72,7 +77,7 @@ class TrainingMonitor:
         starts again, the best value so far is kept."""
         if self.stopped_by == "tol":
             self.stopped_by = None
-        self._no_improvement = 0
+        self._no_improvement = dict.fromkeys(self._no_improvement, 0)
         self._resumes += 1
         self._improved_since_resume = False
 
@@ -105,15 +110,18 @@ class TrainingMonitor:
             if self.callback(payload) is True:
                 self.stopped_by = "callback"
                 stop = True
-        if self.tol is not None and self.stop_key in entry:
-            value = float(entry[self.stop_key])
-            if np.isfinite(self._best) and value > self._best - self.tol * abs(self._best):
-                self._no_improvement += 1
-            else:
-                self._no_improvement = 0
-                self._improved_since_resume = True
-            self._best = min(self._best, value)
-            if self._no_improvement >= self.n_iter_no_change:
+        watched = [key for key in self._keys if key in entry]
+        if self.tol is not None and watched:
+            for key in watched:
+                value = float(entry[key])
+                best = self._best.get(key, np.inf)
+                if np.isfinite(best) and value > best - self.tol * abs(best):
+                    self._no_improvement[key] = self._no_improvement.get(key, 0) + 1
+                else:
+                    self._no_improvement[key] = 0
+                    self._improved_since_resume = True
+                self._best[key] = min(best, value)
+            if min(self._no_improvement.values()) >= self.n_iter_no_change:
                 self.stopped_by = self.stopped_by or "tol"
                 stop = True
         return stop

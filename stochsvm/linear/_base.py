@@ -330,17 +330,22 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
         With ``select_output`` (``fit`` with a ``tol``), every epoch scores the solver's
         candidate outputs (:meth:`_output_candidates`) by the exact training objective
-        :math:`F(w, b)` in one pass over ``X``; the stopping rule watches the lowest, and the
+        :math:`F(w, b)` in one pass over ``X``; the stopping rule watches the lowest (with
+        several candidates, each one's sequence, and stops once none improves), and the
         model returned is the best scored over all epochs, made as sparse as the solver's
         resolution allows when the penalty has an l1 part (:meth:`_sparsest_within`).
         Otherwise the output is the solver's model after the last epoch.
         """
         label = type(self).__name__
         label += f"[{self.classes_[index]!r}] " if len(self.classes_) > 2 else " "
+        # several candidate outputs are several sequences: each watched on its own (a lucky
+        # low of one must not end the fit while another still descends)
+        several = select_output and len(self._candidate_names) > 1
         monitor = TrainingMonitor(
             tol=resolved["tol"],
             n_iter_no_change=resolved["n_iter_no_change"],
-            stop_key="objective",
+            stop_key=(tuple(f"objective_{name}" for name in self._candidate_names) if several
+                      else "objective"),
             verbose=self.verbose,
             callback=self.callback,
             label=label,
@@ -391,6 +396,8 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 record["objective"] = float(objectives[chosen])
                 if len(candidates) > 1:
                     record["output"] = self._candidate_names[chosen]
+                    record.update({f"objective_{name}": float(value) for name, value
+                                   in zip(self._candidate_names, objectives)})
                 if record["objective"] <= best[0]:
                     best = (record["objective"], coef, intercept)
             record["running_objective"] = loss_sum / n_samples + resolved["penalty"].value(
