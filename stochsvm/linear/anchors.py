@@ -1,7 +1,7 @@
 r"""Anchor-sample graph of S3GD (Alg. 2 of the S3GD paper) and its approximate full gradient.
 
 *Anchors* (eq. 13). k-means gives :math:`m` centers :math:`c_1..c_m` (scikit-learn ``KMeans``
-on at most ``max(10000, 20 m)`` rows drawn at random: more rows barely move the centers and
+on at most ``max(2000, 20 m)`` rows drawn at random: more rows barely move the centers and
 cost seconds); anchor :math:`z_j` is the training sample, among all of them, nearest to
 :math:`c_j`. Two centers with the same nearest sample give one
 anchor, so the number of anchors can be below ``n_anchors``.
@@ -97,10 +97,13 @@ class AnchorGraph:
         )
 
 
-#: rows of the k-means sample (at least ``ROWS_PER_CLUSTER`` per center): centers from more
-#: rows barely move, and a full k-means over every row cost seconds where the rest of a fit
-#: costs a fraction of one
-KMEANS_SAMPLE_SIZE = 10_000
+#: rows of the k-means sample (at least ``ROWS_PER_CLUSTER`` per center). The anchors are the
+#: samples nearest to the centers, so the centers need only land among the data: on
+#: Fashion-MNIST (12k and 60k rows, d = 784, m = 100) 2000 rows cut the anchor step from
+#: 3.3-4.4 s to 0.7-0.9 s (k-means++ seeding dominates) with the same Pearson correlation of
+#: S3GD's gradient estimate with the exact gradient (0.2-0.7 over the first epochs either
+#: way); 10^4 rows made S3GD's preparation 10x one of its epochs there
+KMEANS_SAMPLE_SIZE = 2_000
 ROWS_PER_CLUSTER = 20
 
 
