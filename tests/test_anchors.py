@@ -137,3 +137,34 @@ def test_nearest_rows_matches_brute_force(sparse, monkeypatch):
     expected = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(axis=2), axis=0)
     got = anchors.nearest_rows(centers, sp.csr_matrix(X) if sparse else X)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_nearest_anchors_match_brute_force(sparse, monkeypatch):
+    from stochsvm.linear import anchors
+    monkeypatch.setattr(anchors, "NEAREST_ROWS_CHUNK", 700)  # several chunks of rows
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2000, 9)) * (rng.random((2000, 9)) < 0.4)
+    anchor_rows = X[rng.choice(2000, 11, replace=False)]
+    exact = np.sqrt(((X[:, None, :] - anchor_rows[None]) ** 2).sum(axis=2))
+    expected_index = np.argsort(exact, axis=1, kind="stable")[:, :4]
+    data = sp.csr_matrix(X) if sparse else X
+    distances, index = anchors.nearest_anchors(
+        data, sp.csr_matrix(anchor_rows) if sparse else anchor_rows, 4)
+    np.testing.assert_array_equal(index, expected_index)
+    np.testing.assert_allclose(distances, np.take_along_axis(exact, expected_index, axis=1),
+                               rtol=1e-7, atol=1e-7)
+    # every anchor a neighbor: all of them, nearest first
+    _, every = anchors.nearest_anchors(data, anchor_rows, 11)
+    np.testing.assert_array_equal(every, np.argsort(exact, axis=1, kind="stable"))
+
+
+def test_class_products_csr_equal_dense():
+    X, y = binary_digits()
+    weights = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    graph = build_anchor_graph(X, select_anchors(X, 15, random_state=0), 4)
+    dense = class_products(X, y, weights, graph)
+    csr = class_products(sp.csr_matrix(X), y, weights, graph)
+    for from_dense, from_csr in zip(dense, csr):
+        assert from_csr.shape == (graph.n_anchors, X.shape[1] + 1)
+        np.testing.assert_allclose(from_csr, from_dense, rtol=1e-12, atol=1e-12)
