@@ -212,10 +212,10 @@ def test_reproduce_s3gd(tmp_path):
     assert set(report) == {"config", "results", "targets", "seconds"}
     methods = report["results"]["generated dense"]["methods"]
     assert {"S3GD", "SGD", "SSGD", "Prox-SVRG", "SCV", "sklearn SGDClassifier",
-            "sklearn saga", "sklearn lbfgs"} == set(methods)
+            "sklearn saga", "sklearn lbfgs", "sklearn liblinear"} == set(methods)
     assert -1.0 <= methods["S3GD"]["gradient_correlation"] <= 1.0
     rows = (tmp_path / "s3gd_paper_smoke.csv").read_text().strip().splitlines()
-    assert rows[0].startswith("dataset,method,") and len(rows) == 1 + 8
+    assert rows[0].startswith("dataset,method,") and len(rows) == 1 + 9
 
 
 def test_sadmm_fashion_fallback(monkeypatch):
