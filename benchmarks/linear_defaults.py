@@ -56,7 +56,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from stochsvm import linear
-from tests.reference import exact_l1_hinge
+from tests.reference import exact_l1_hinge, exact_l2_hinge
 
 CS = (0.01, 0.1, 1.0, 10.0)
 
@@ -161,6 +161,39 @@ def run_one(make, X, y, Xt, yt):
     return run
 
 
+#: the exact hinge optima (libsvm refined to a certified gap, a linear program) are computed
+#: on the sets of at most this many training samples; the logistic optimum on every set
+EXACT_HINGE_MAX_SAMPLES = 5000
+
+
+def problem_of(label):
+    """(loss, penalty) of an estimator of ``ESTIMATORS`` with its defaults."""
+    cls, fixed = next((cls, fixed) for name, cls, fixed, _ in ESTIMATORS if name == label)
+    defaults = cls().get_params()
+    return defaults["loss"], fixed.get("penalty", defaults["penalty"])
+
+
+def optimum_of(loss, penalty, alpha, X, y):
+    """F* of the binary problem (mean loss + alpha R(w), unpenalized intercept), or None."""
+    signed = 2.0 * y - 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if loss == "log_loss" and penalty == "l2":
+            reference = LogisticRegression(C=1.0 / (len(y) * alpha), tol=1e-10,
+                                           max_iter=100000).fit(X, y)
+            coef, intercept = reference.coef_.ravel(), reference.intercept_[0]
+            return float(np.mean(np.logaddexp(0.0, -signed * (X @ coef + intercept)))
+                         + 0.5 * alpha * coef @ coef)
+        if loss == "hinge" and len(y) <= EXACT_HINGE_MAX_SAMPLES:
+            if penalty == "l1":
+                return float(exact_l1_hinge(X, signed, alpha)[2])
+            if penalty == "l2":
+                coef, intercept = exact_l2_hinge(X, signed, alpha)[:2]
+                return float(np.mean(np.maximum(0.0, 1.0 - signed * (X @ coef + intercept)))
+                             + 0.5 * alpha * coef @ coef)
+    return None
+
+
 def exact_at_equal_accuracy(alphas, accuracy, X, y, Xt, yt):
     """The exact l1 hinge optimum (linear program) for each alpha of ``alphas`` from the
     strongest, up to the first whose test accuracy is at least ``accuracy`` (the sparsest
@@ -231,6 +264,15 @@ def measure(name, quick):
         print(f"  {label:14s} alpha={chosen['alpha']:g} acc={chosen['accuracy']:.4f} "
               f"nnz={chosen['nonzeros']} epochs={chosen['epochs']} "
               f"gap={chosen['gap_points']:+.2f} ({chosen['seconds']:.2f}s)", flush=True)
+    # how far from its own problem's optimum each estimator's chosen model stopped
+    optima = {}
+    for label, *_ in ESTIMATORS:
+        key = problem_of(label) + (rows[label]["alpha"],)
+        if key not in optima:
+            optima[key] = optimum_of(*key, X, y)
+        if optima[key] is not None:
+            rows[label]["optimum"] = optima[key]
+            rows[label]["objective_gap"] = rows[label]["objective"] / optima[key] - 1.0
     rows["exact l1"] = exact_at_equal_accuracy(alphas, rows["SGDClassifier l1"]["accuracy"],
                                                X, y, Xt, yt)
     last = rows["exact l1"][-1]
@@ -260,6 +302,15 @@ def markdown(results, quick):
                          f"{row['epochs']} ep{'' if row['converged'] else ' nc'}){flag}")
         lines.append(f"| {name} (n={rows['n_train']}, d={rows['n_features']}) | "
                      + " | ".join(cells) + " |")
+    lines += ["", ("Relative objective gap F / F* - 1 of each model above to the optimum of its "
+                   "own problem at the same alpha (hinge: exact, on the sets of at most "
+                   f"{EXACT_HINGE_MAX_SAMPLES} training samples; log loss: LogisticRegression "
+                   "to tol 1e-10; - : not computed)."), "",
+              "| data set | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
+    for name, rows in results.items():
+        gaps = [f"{rows[label]['objective_gap']:.2g}" if "objective_gap" in rows[label]
+                else "-" for label in labels]
+        lines.append(f"| {name} | " + " | ".join(gaps) + " |")
     lines += ["", ("## l1 sparsity (target: nonzeros <= SGDClassifier-l1 at equal or better "
                    "accuracy)"), "",
               ("SGDClassifier(penalty=\"l1\") at its most accurate alpha of the grid; for SADMM-l1 "
