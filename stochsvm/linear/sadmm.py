@@ -27,7 +27,10 @@ The intercept :math:`b` is an extra coordinate with zero penalty (its multiplier
 The output is the averaged iterate :math:`\bar z_T = \frac1T\sum_t z^t` of Theorem 4.2
 (``average=True``), the last iterate ``z`` (``average=False``), or an average over the steps after
 ``average`` samples. ``coef_`` is always the *z* block, so an l1 model is exactly sparse where
-``z`` is zero.
+``z`` is zero; the averaged iterate is zero only where every iterate was, and the last one is
+only a little sparser (its threshold :math:`\lambda/\rho` is small next to the step each
+sample adds): a ``fit`` with a ``tol`` makes its output sparse by truncating it within the
+solver's resolution (``_sparsest_within`` of the linear base class).
 
 Sparse data: for a coordinate :math:`j` with :math:`x_j = 0` the updates reduce to
 :math:`z_j \leftarrow \operatorname{prox}(z_j)` and :math:`\mu_j \leftarrow \rho(z_j^{old} -
@@ -686,7 +689,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     def _output_candidates(self, state, resolved):
         """The averaged iterate of Theorem 4.2 and the last iterate ``z``: ``fit`` returns the
         one of lower training objective (with a growing :math:`\rho` the last iterate is
-        often the better one, and with the l1 penalty the sparser one)."""
+        often the better one)."""
         if state["average_start"] is None:
             return [self._model(state, resolved)]
         return [self._model(state, resolved), (state["z"].copy(), float(state["scalars"][0]))]
