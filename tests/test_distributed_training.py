@@ -233,3 +233,22 @@ def test_trainers_name_real_estimators():
     for names in TRAINERS.values():
         for name in names:
             assert getattr(stochsvm, name)()._distributed_training is not None
+
+
+def test_sadmm_on_dask_stops_once_neither_of_its_outputs_improves(client):
+    # as in memory: the averaged and the last iterate are two sequences, each watched on its
+    # own; the fit stops only once each went n_iter_no_change rounds without improving by tol
+    X, y = _data()
+    model = _estimator("SADMMClassifier", penalty="l1", max_iter=300).fit(
+        da.from_array(X, chunks=500), da.from_array(y, chunks=500))
+    assert model.n_iter_ < model.max_iter
+    window, tol = model.n_iter_no_change, model.tol
+    for key in ("objective_average", "objective_last"):
+        values = [record[key] for record in model.history_]
+        for position in range(len(values) - window, len(values)):
+            best = min(values[:position])
+            assert values[position] > best - tol * abs(best)
+    # the objective recorded is the lower of the two
+    assert all(record["objective"] == pytest.approx(min(record["objective_average"],
+                                                        record["objective_last"]))
+               for record in model.history_)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..linear import ComidClassifier, RDAClassifier, SADMMClassifier
 from . import harness
 
 LABELS = {"sadmm": "SADMM (ours)", "rda": "RDA", "comid": "Comid", "pegasos": "Pegasos",
@@ -17,15 +18,18 @@ LABELS = {"sadmm": "SADMM (ours)", "rda": "RDA", "comid": "Comid", "pegasos": "P
 # eta0 / t^power_t; SADMM's rho is the augmented-Lagrangian parameter of eq. (12).
 STEP_GRIDS = {"sadmm": ("rho", (0.1, 1.0, 10.0)), "rda": ("gamma", (0.007, 0.07, 0.7)),
               "comid": ("eta0", (0.5, 5.0, 50.0))}
-STEP_DEFAULTS = {"sadmm": 1.0, "rda": 0.7, "comid": 0.5}
+# the estimators' own defaults (the selection's ties go to the step nearest them)
+STEP_DEFAULTS = {"sadmm": SADMMClassifier().rho, "rda": RDAClassifier().gamma,
+                 "comid": ComidClassifier().eta0}
 METHOD_NOTES = {
     "sadmm": "SADMMClassifier defaults (rho_schedule='linear': rho grows linearly with samples "
-             "seen, time scale = first partial_fit batch; averaged iterate) except rho, tuned "
-             "over {0.1, 1, 10} (default 1); hinge loss",
-    "rda": "RDAClassifier defaults except gamma, tuned over {0.007, 0.07, 0.7} (default 0.7; "
-           "a smaller gamma is a larger step); hinge loss",
-    "comid": "ComidClassifier defaults except eta0, tuned over {0.5, 5, 50} (default 0.5); "
+             "seen, on the time scale rho / alpha samples in a partial_fit stream; averaged "
+             f"iterate) except rho, tuned over {{0.1, 1, 10}} (default {STEP_DEFAULTS['sadmm']:g}); "
              "hinge loss",
+    "rda": "RDAClassifier defaults except gamma, tuned over {0.007, 0.07, 0.7} "
+           f"(default {STEP_DEFAULTS['rda']:g}; a smaller gamma is a larger step); hinge loss",
+    "comid": "ComidClassifier defaults except eta0, tuned over {0.5, 5, 50} "
+             f"(default {STEP_DEFAULTS['comid']:g}); hinge loss",
     "pegasos": "PegasosClassifier defaults (step 1/(alpha t), t0='auto': no step parameter to "
                "tune); hinge loss, l2 only",
     "sgd": "SGDClassifier(loss='hinge', penalty=...) defaults (learning_rate='optimal', no "

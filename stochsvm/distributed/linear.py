@@ -402,16 +402,21 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     shared = {name: dask.delayed(value, pure=True, traverse=False) for name, value in {
         "estimator": worker, "classes": classes, "class_weights": class_weights,
         "positives": positives, "resolved": resolved, "seeds": seeds}.items()}
+    select_output = resolved["tol"] is not None
+    # several candidate outputs are several sequences, each watched on its own, as in memory
+    names = estimator._candidate_names
+    several = select_output and len(names) > 1
     monitor = TrainingMonitor(
         tol=resolved["tol"], n_iter_no_change=resolved["n_iter_no_change"],
-        stop_key="objective", verbose=estimator.verbose, callback=estimator.callback,
+        stop_key=tuple(f"objective_{name}" for name in names) if several else "objective",
+        verbose=estimator.verbose, callback=estimator.callback,
         label=f"{type(estimator).__name__} ")
     penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
     n_samples = blocks.n_samples
     start = time.perf_counter()
 
-    select_output = resolved["tol"] is not None
     problem_values = []  # per round, the objective of each problem's chosen model
+    candidate_totals = []  # per round, each candidate's objective summed over the problems
 
     def models_of(current):
         """``(problem, coef, intercept)`` of every candidate output of every problem (the
@@ -426,15 +431,27 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
         """The exact objective summed over the problems, each at its best candidate, and
         those candidates ``[(coef, intercept), ...]``."""
         values, chosen = [], []
+        totals = np.zeros(len(names) if several else 1)
         for problem in range(len(positives)):
             scored = [(losses[index] / n_samples + penalty.value(coef, alpha, l1_ratio),
                        index) for index, (owner, coef, _) in enumerate(models)
                       if owner == problem]
+            if several:  # the candidates of a problem come in the order of ``names``
+                totals += [value for value, _ in scored]
             value, index = min(scored)
             values.append(value)
             chosen.append(models[index][1:])
         problem_values.append(values)
+        candidate_totals.append(totals)
         return float(sum(values)), chosen
+
+    def record_of(iteration, samples_seen, objective):
+        entry = _record(iteration, samples_seen, objective, start, len(partitions),
+                        state_bytes)
+        if several:
+            entry.update({f"objective_{name}": float(value)
+                          for name, value in zip(names, candidate_totals[-1])})
+        return entry
 
     partitions = _partitions(estimator, blocks.X)
     preparations = _preparations(shared, blocks)
@@ -477,8 +494,7 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
         if objective < best[0]:
             best = (objective, states, rounds, samples_seen, chosen)
             best_values = problem_values[-1]
-        if monitor.record(_record(done + rounds, samples_seen, objective, start,
-                                  len(partitions), state_bytes)):
+        if monitor.record(record_of(done + rounds, samples_seen, objective)):
             # a constant-step solver goes on with a smaller step, as in memory (unless the
             # last smaller step bought nothing)
             if monitor.stopped_by == "tol" and monitor.last_resume_helped and all(
@@ -496,8 +512,7 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
         if objective < best[0]:
             best = (objective, states, rounds, samples_seen, chosen)
             best_values = problem_values[-1]
-        monitor.record(_record(done + rounds, samples_seen, objective, start, len(partitions),
-                               state_bytes))
+        monitor.record(record_of(done + rounds, samples_seen, objective))
     # the model returned is the one of lowest exact objective among those scored: an
     # averaged round that made the objective worse is not kept
     _, states, rounds, samples_seen, models = best
