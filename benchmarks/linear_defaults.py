@@ -32,6 +32,7 @@ Run::
 
     python benchmarks/linear_defaults.py           # results/linear_defaults.{json,md}
     python benchmarks/linear_defaults.py --quick   # results/linear_defaults_quick.{json,md}
+    python benchmarks/linear_defaults.py --sets "musk 1 vs 0" --tol 1e-4 --output STEM
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def grid(make, values, key, X, y, Xt, yt, reverse=False):
     return best(runs), runs
 
 
-def measure(name, quick):
+def measure(name, quick, overrides=None):
     X, y = load(name, quick)
     X, y, Xt, yt = split(X, y, quick)
     rows = {"n_train": len(y), "n_test": len(yt), "n_features": int(X.shape[1])}
@@ -250,7 +251,8 @@ def measure(name, quick):
         {k: r[k] for k in ("alpha", "accuracy", "nonzeros", "epochs", "seconds", "objective")}
         for r in runs]
     for label, cls, fixed, peer in ESTIMATORS:
-        chosen, runs = grid(lambda a, cls=cls, fixed=fixed: cls(alpha=a, random_state=0, **fixed),
+        chosen, runs = grid(lambda a, cls=cls, fixed=fixed: cls(alpha=a, random_state=0, **fixed,
+                                                                **(overrides or {})),
                             alphas, "alpha", X, y, Xt, yt)
         chosen["peer"] = peer
         chosen["gap_points"] = 100 * (chosen["accuracy"] - rows[peer]["accuracy"])
@@ -366,6 +368,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small subsamples, fewer sets")
     parser.add_argument("--sets", nargs="*", default=None, help="a subset of the data sets")
     parser.add_argument("--output", default=None, help="output stem (default results/...)")
+    parser.add_argument("--tol", type=float, default=None,
+                        help="a tol for every estimator of this package (default: theirs)")
     arguments = parser.parse_args(argv)
     names = arguments.sets or [s for s in SETS
                                if not (arguments.quick and s == "Fashion-MNIST tops vs rest")]
@@ -373,7 +377,8 @@ def main(argv=None):
     for name in names:
         print(name, flush=True)
         try:
-            results[name] = measure(name, arguments.quick)
+            results[name] = measure(name, arguments.quick,
+                                    None if arguments.tol is None else {"tol": arguments.tol})
         except FileNotFoundError as error:
             print(f"  left out: {error}", flush=True)
     stem = arguments.output or str(
