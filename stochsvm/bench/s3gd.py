@@ -32,7 +32,7 @@ Protocol
   picks steps whose constant-step noise floor lies above :math:`F^\star(1 + 10^{-3})`, which
   such a method then never reaches); when no step of the grid gets there within the budget,
   the one that came closest. scikit-learn's methods keep their defaults (``SGDClassifier``'s
-  "optimal" schedule; ``saga`` and ``lbfgs`` need no step).
+  "optimal" schedule; ``saga``, ``lbfgs`` and ``liblinear`` need no step).
 * Time to target: every method runs under the same wall-clock limit; ours and
   ``SGDClassifier`` record the objective after every epoch (objective evaluation excluded
   from the clock; data preparation such as k-means anchors included); ``saga``, ``lbfgs`` and
