@@ -29,3 +29,15 @@ def small_estimator(name, **params):
         settings["random_state"] = 0
     settings.update(params)
     return cls(**settings)
+
+
+def assert_each_sequence_plateaued(model, keys=("objective_average", "objective_last")):
+    """Each of the last ``n_iter_no_change`` records of every sequence ``keys`` of
+    ``model.history_`` is above the lowest value before it minus ``tol`` (the stopping rule
+    that watches several candidate outputs, each on its own)."""
+    window, tol = model.n_iter_no_change, model.tol
+    for key in keys:
+        values = [record[key] for record in model.history_]
+        for position in range(len(values) - window, len(values)):
+            best = min(values[:position])
+            assert values[position] > best - tol * abs(best), (key, position)

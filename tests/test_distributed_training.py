@@ -11,6 +11,7 @@ from stochsvm import io, registry
 from stochsvm.distributed import TRAINERS
 
 from .dask_cluster import local_client
+from .estimators import assert_each_sequence_plateaued
 from .reference import exact_l2_hinge
 
 da = pytest.importorskip("dask.array")
@@ -242,12 +243,7 @@ def test_sadmm_on_dask_stops_once_neither_of_its_outputs_improves(client):
     model = _estimator("SADMMClassifier", penalty="l1", max_iter=300).fit(
         da.from_array(X, chunks=500), da.from_array(y, chunks=500))
     assert model.n_iter_ < model.max_iter
-    window, tol = model.n_iter_no_change, model.tol
-    for key in ("objective_average", "objective_last"):
-        values = [record[key] for record in model.history_]
-        for position in range(len(values) - window, len(values)):
-            best = min(values[:position])
-            assert values[position] > best - tol * abs(best)
+    assert_each_sequence_plateaued(model)
     # the objective recorded is the lower of the two
     assert all(record["objective"] == pytest.approx(min(record["objective_average"],
                                                         record["objective_last"]))

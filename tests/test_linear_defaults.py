@@ -14,6 +14,7 @@ from stochsvm import (ComidClassifier, MiniBatchSGDClassifier, PegasosClassifier
                       RDAClassifier, S3GDClassifier, SADMMClassifier)
 
 from .benchmark_scripts import load_script
+from .estimators import assert_each_sequence_plateaued
 from .reference import binary_breast_cancer, binary_digits, exact_l1_hinge, exact_l2_hinge
 
 
@@ -196,13 +197,7 @@ def test_sadmm_stops_once_neither_of_its_outputs_improves(monkeypatch):
     X = StandardScaler().fit_transform(X)
     settings = dict(penalty="l1", alpha=1.0 / (0.01 * len(y)), random_state=0)
     model = SADMMClassifier(**settings).fit(X, y)
-    window, tol = model.n_iter_no_change, model.tol
-    for key in ("objective_average", "objective_last"):
-        # each of the last n_iter_no_change values above the lowest before it minus tol
-        values = [record[key] for record in model.history_]
-        for position in range(len(values) - window, len(values)):
-            best = min(values[:position])
-            assert values[position] > best - tol * abs(best)
+    assert_each_sequence_plateaued(model)
 
     class LowestOnly(monitor_module.TrainingMonitor):  # the rule before: the lowest alone
         def __init__(self, *args, stop_key="objective", **kwargs):
