@@ -168,3 +168,12 @@ def test_class_products_csr_equal_dense():
     for from_dense, from_csr in zip(dense, csr):
         assert from_csr.shape == (graph.n_anchors, X.shape[1] + 1)
         np.testing.assert_allclose(from_csr, from_dense, rtol=1e-12, atol=1e-12)
+
+
+def test_nearest_anchors_refuses_more_neighbors_than_anchors():
+    from stochsvm.linear.anchors import nearest_anchors
+    X = np.eye(4)
+    with pytest.raises(ValueError, match="n_neighbors=5"):
+        nearest_anchors(X, X, 5)
+    with pytest.raises(ValueError, match="n_neighbors=0"):
+        nearest_anchors(X, X, 0)

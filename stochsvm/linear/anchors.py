@@ -104,7 +104,8 @@ class AnchorGraph:
 #: Fashion-MNIST (12k and 60k rows, d = 784, m = 100) 2000 rows cut the anchor step from
 #: 3.3-4.4 s to 0.7-0.9 s (k-means++ seeding dominates) with the same Pearson correlation of
 #: S3GD's gradient estimate with the exact gradient (0.2-0.7 over the first epochs either
-#: way); 10^4 rows made S3GD's preparation 10x one of its epochs there
+#: way). With 10^4 rows S3GD's preparation took 1.9 s on the 12k set, about 150 of its epochs
+#: (0.37 s now; see the S3GD section of benchmarks/BENCHMARKS.md)
 KMEANS_SAMPLE_SIZE = 2_000
 ROWS_PER_CLUSTER = 20
 
@@ -219,6 +220,9 @@ def nearest_anchors(X, anchors, n_neighbors):
     """
     anchors = anchors.toarray() if sp.issparse(anchors) else np.asarray(anchors)
     anchors = anchors.astype(np.float64, copy=False)
+    if not 1 <= n_neighbors <= anchors.shape[0]:
+        raise ValueError(f"n_neighbors={n_neighbors} must be between 1 and the number of "
+                         f"anchors ({anchors.shape[0]}).")
     anchor_norms = np.einsum("ij,ij->i", anchors, anchors)
     row_norms = _squared_row_norms(X)
     n_samples = X.shape[0]
