@@ -248,3 +248,10 @@ def test_sadmm_on_dask_stops_once_neither_of_its_outputs_improves(client):
     assert all(record["objective"] == pytest.approx(min(record["objective_average"],
                                                         record["objective_last"]))
                for record in model.history_)
+
+
+def test_sadmm_without_averaging_on_dask_stops_by_tol(client):
+    X, y = _data()
+    model = _estimator("SADMMClassifier", average=False, max_iter=300).fit(
+        da.from_array(X, chunks=500), da.from_array(y, chunks=500))
+    assert model.n_iter_ < model.max_iter

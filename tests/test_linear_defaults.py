@@ -207,3 +207,13 @@ def test_sadmm_stops_once_neither_of_its_outputs_improves(monkeypatch):
     earlier = SADMMClassifier(**settings).fit(X, y)
     assert earlier.n_iter_ < model.n_iter_
     assert model.objective(X, y) < earlier.objective(X, y)
+
+
+def test_sadmm_without_averaging_stops_by_tol():
+    # average=False has one output, the last iterate: the rule watches its objective alone
+    # (a rule waiting for an averaged sequence that is never recorded would run to max_iter)
+    X, y = binary_digits()
+    model = _fit_quietly(SADMMClassifier(penalty="l1", alpha=1e-2, average=False,
+                                         random_state=0), X, y)
+    assert model.n_iter_ < model.max_iter
+    assert all("objective_average" not in record for record in model.history_)

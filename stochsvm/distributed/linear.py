@@ -404,7 +404,7 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
         "positives": positives, "resolved": resolved, "seeds": seeds}.items()}
     select_output = resolved["tol"] is not None
     # several candidate outputs are several sequences, each watched on its own, as in memory
-    names = estimator._candidate_names
+    names = estimator._candidate_names_of(states[0])
     several = select_output and len(names) > 1
     monitor = TrainingMonitor(
         tol=resolved["tol"], n_iter_no_change=resolved["n_iter_no_change"],

@@ -340,11 +340,12 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         label += f"[{self.classes_[index]!r}] " if len(self.classes_) > 2 else " "
         # several candidate outputs are several sequences: each watched on its own (a lucky
         # low of one must not end the fit while another still descends)
-        several = select_output and len(self._candidate_names) > 1
+        names = self._candidate_names_of(state)
+        several = select_output and len(names) > 1
         monitor = TrainingMonitor(
             tol=resolved["tol"],
             n_iter_no_change=resolved["n_iter_no_change"],
-            stop_key=(tuple(f"objective_{name}" for name in self._candidate_names) if several
+            stop_key=(tuple(f"objective_{name}" for name in names) if several
                       else "objective"),
             verbose=self.verbose,
             callback=self.callback,
@@ -395,9 +396,9 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 coef, intercept = candidates[chosen]
                 record["objective"] = float(objectives[chosen])
                 if len(candidates) > 1:
-                    record["output"] = self._candidate_names[chosen]
+                    record["output"] = names[chosen]
                     record.update({f"objective_{name}": float(value) for name, value
-                                   in zip(self._candidate_names, objectives)})
+                                   in zip(names, objectives)})
                 if record["objective"] <= best[0]:
                     best = (record["objective"], coef, intercept)
             record["running_objective"] = loss_sum / n_samples + resolved["penalty"].value(
@@ -458,6 +459,11 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     #: names of the candidate outputs of ``_output_candidates`` (recorded as ``"output"``)
     _candidate_names = ("model",)
+
+    def _candidate_names_of(self, state):
+        """The names of the candidates ``_output_candidates`` gives for ``state``, in order
+        (one sequence each for the stopping rule)."""
+        return self._candidate_names
 
     def _output_candidates(self, state, resolved):
         """The models the solver can output after an epoch, ``[(coef, intercept), ...]``;

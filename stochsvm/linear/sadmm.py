@@ -686,6 +686,10 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
 
     _candidate_names = ("average", "last")
 
+    def _candidate_names_of(self, state):
+        # without averaging (average=False) the last iterate is the only output
+        return self._candidate_names if state["average_start"] is not None else ("last",)
+
     def _output_candidates(self, state, resolved):
         """The averaged iterate of Theorem 4.2 and the last iterate ``z``: ``fit`` returns the
         one of lower training objective (with a growing :math:`\rho` the last iterate is
