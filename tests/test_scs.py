@@ -297,7 +297,7 @@ def test_large_c_keeps_converging_towards_the_optimum():
     # would stop the fit a few percent above the optimum, is off)
     X, y = binary_breast_cancer()
     _, primal, dual = _exact(X, y, 1000.0)
-    assert primal - dual <= 1e-4 * primal
+    assert primal - dual <= 1e-9 * primal  # the reference is exact (active-set refinement)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = SCSKernelSVC(C=1000.0, max_iter=3000, n_iter_no_change=None,
@@ -756,7 +756,10 @@ def test_mirror_rows_fills_the_columns_of_the_new_samples(dtype):
 @pytest.mark.parametrize("C", [1.0, 10.0])
 def test_float32_kernel_gives_the_float64_model_to_tolerance(C):
     # Q^k from the float32 kernel path (float32 matrix product, float64 norms) against the
-    # float64 one: the same objective and the same predictions up to float32 rounding
+    # float64 one. Rounding steers the stochastic iterations (line-search and incumbent
+    # decisions) onto another path, so the two objectives are compared to the distance that
+    # remains to the exact optimum, not to a fixed relative gap: the precision changes the
+    # model by less than half of what the iterations have left to do
     X, y = binary_digits()
     settings = dict(C=C, random_state=0, n_iter_no_change=None, max_iter=400)
     with warnings.catch_warnings():
@@ -765,7 +768,9 @@ def test_float32_kernel_gives_the_float64_model_to_tolerance(C):
         single = SCSKernelSVC(kernel_dtype="float32", **settings).fit(X, y)
     assert single._kernel_dtype == "float32"
     objective_double, objective_single = double.objective(X, y), single.objective(X, y)
-    assert objective_single == pytest.approx(objective_double, rel=2e-3)
+    _, optimum, _ = _exact(X, y, C)
+    assert optimum < objective_double
+    assert abs(objective_single - objective_double) <= 0.5 * (objective_double - optimum)
     agreement = np.mean(double.predict(X) == single.predict(X))
     assert agreement >= 0.995
     np.testing.assert_allclose(single.decision_function(X), double.decision_function(X),

@@ -597,8 +597,16 @@ def test_shared_pass_matches_one_model_loop(cached, dtype):
         generator.randint(2 ** 31 - 1)
         single, _, _ = tsgs3vm_train(X_labeled[rows], y_signed[rows], X_unlabeled, generator,
                                      C_star=C_star, **{**settings, "labeled_batch": rows.size})
-        np.testing.assert_allclose(state["coefficients"], single["coefficients"],
-                                   rtol=1e-6, atol=1e-9)
+        if dtype == np.float32:
+            # float32 features: the shared pass multiplies several models' coefficients in
+            # one product, whose float32 rounding differs from the single model's; compared
+            # at float32 resolution of the coefficients' scale (40 x 3 steps of rounding)
+            scale = np.abs(single["coefficients"]).max()
+            np.testing.assert_allclose(state["coefficients"], single["coefficients"], rtol=0,
+                                       atol=128 * np.finfo(np.float32).eps * scale)
+        else:
+            np.testing.assert_allclose(state["coefficients"], single["coefficients"],
+                                       rtol=1e-6, atol=1e-9)
         assert abs(state["intercept"] - single["intercept"]) < 1e-6
 
 

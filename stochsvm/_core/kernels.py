@@ -323,7 +323,9 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
     ndarray
         The block (``out`` when given). It is filled in chunks of rows of ``A`` so that the
         temporaries of one chunk stay below 32 MiB (float32 blocks are written in place, their
-        temporaries are the centred rows of ``A``).
+        temporaries are the centred rows of ``A``). When ``B`` is ``A`` (the same object), only
+        the lower triangle is computed and mirrored, so the block is symmetric whatever the
+        rounding of the matrix products; an ``"rbf"`` block then has an exact unit diagonal.
     """
     check_choice(kernel, "kernel", KERNELS)
     dtype = np.dtype(dtype)
@@ -332,6 +334,8 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
         check_memory_budget(float(dtype.itemsize) * n_rows * n_columns, max_memory_mb,
                             f"A {n_rows} x {n_columns} kernel block", advice)
         out = np.empty((n_rows, n_columns), dtype=dtype)
+    if B is A:
+        return _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out)
     if dtype == np.float32 and out.dtype == np.float32 and kernel != "laplacian":
         return _kernel_block_single(A, B, kernel, gamma, degree, coef0, out)
     if not sp.issparse(A):
@@ -344,6 +348,28 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
     for start in range(0, n_rows, chunk):
         stop = min(n_rows, start + chunk)
         out[start:stop] = _block(A[start:stop], B, kernel, gamma, degree, coef0, B_norms)
+    return out
+
+
+def _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out):
+    r"""The block of ``A`` against itself: each chunk of rows against the rows up to its end,
+    then the upper triangle mirrored from the lower one, about half the products of the full
+    block. The values below the diagonal are those of :func:`kernel_block` on the same rows
+    (to the rounding of the products); the block is symmetric by construction."""
+    n_rows = A.shape[0]
+    chunk = max(_SINGLE_CHUNK_ROWS, int(_CHUNK_BYTES // (8 * 2 * max(n_rows, 1))))
+    for start in range(0, n_rows, chunk):
+        stop = min(n_rows, start + chunk)
+        rows = A[start:stop]
+        kernel_block(rows, A[:stop], kernel, gamma, degree, coef0, dtype=dtype,
+                     out=out[start:stop, :stop])
+        out[:start, start:stop] = out[start:stop, :start].T
+        square = out[start:stop, start:stop]
+        upper = np.triu_indices(stop - start, 1)
+        square[upper] = square.T[upper]
+    if kernel == "rbf":
+        # k(a, a) = exp(0) exactly; the products only approximate ||a||^2 - 2 a'a + ||a||^2
+        np.fill_diagonal(out, 1.0)
     return out
 
 
