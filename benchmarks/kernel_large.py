@@ -130,7 +130,7 @@ def _scs(X, y, X_test, y_test, arguments):
             "iterations": int(model.n_iter_), "sample_size": int(model.sample_size_[0]),
             "support": int(len(model.support_)), "kernel_dtype": model._kernel_dtype,
             "kernel_used_mib": model.sample_size_[0] ** 2 * itemsize / 2**20,
-            "kernel_reserved_mib": model._capacity ** 2 * itemsize / 2**20,
+            "kernel_reserved_mib": model.sample_capacity_ ** 2 * itemsize / 2**20,
             "stop": ("stalled" if last.get("stalled") else
                      "max_iter" if any("max_iter" in str(w.message) for w in caught)
                      else "tol")}

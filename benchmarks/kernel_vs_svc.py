@@ -182,7 +182,7 @@ def run_row(task, C, X_train, X_test, y_train, y_test, stochsvm_version, intel_s
                        "tol")
     # the reserved Q^k (max_samples, or what the budget holds, squared) and the part in use
     row["scs_kernel_dtype"] = scs._kernel_dtype
-    row["scs_kernel_mib"] = scs._capacity ** 2 * np.dtype(scs._kernel_dtype).itemsize / 2**20
+    row["scs_kernel_mib"] = scs.sample_capacity_ ** 2 * np.dtype(scs._kernel_dtype).itemsize / 2**20
     row["scs_kernel_used_mib"] = (row["scs_sample_size"] ** 2
                                   * np.dtype(scs._kernel_dtype).itemsize / 2**20)
     # the paper's model, without the intercept the default adds through the kernel

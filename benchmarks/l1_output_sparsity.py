@@ -15,9 +15,10 @@ standardized, ``alpha = 1 / (n C)`` for C in {0.01, 0.1, 1, 10} as in
   whose objective is at most the resolution limit of the default fit (its best objective
   times ``1 + tol``, or the median of its last ``n_iter_no_change`` epochs when larger).
 
-Beside them, the exact optimum of the same problem (a linear program, HiGHS): its number of
-nonzero coefficients and test accuracy. Reported: nonzeros, relative objective gap
-``F / F* - 1`` and test accuracy of each. The data sets are those of ``linear_defaults.py``
+Beside them, the exact optimum of the same problem (a linear program, HiGHS,
+``stochsvm.bench.optima.exact_l1_hinge``): its number of nonzero coefficients and test
+accuracy. Reported: nonzeros, relative objective gap ``F / F* - 1`` and test accuracy of
+each. The data sets are those of ``linear_defaults.py``
 where the linear program takes seconds (shuttle and Fashion-MNIST tops vs rest are left out;
 on Fashion-MNIST T-shirt vs Shirt only the strongest alpha, whose program takes about 80 s,
 where the weaker ones take many minutes).
@@ -44,7 +45,7 @@ sys.path.insert(0, str(REPOSITORY / "benchmarks"))
 
 import linear_defaults  # noqa: E402
 from stochsvm import RDAClassifier, SADMMClassifier  # noqa: E402
-from tests.reference import exact_l1_hinge  # noqa: E402
+from stochsvm.bench.optima import exact_l1_hinge  # noqa: E402
 
 SETS = ("breast cancer", "digits even vs odd", "dna n vs rest", "vehicle opel vs saab",
         "sonar M vs R", "musk 1 vs 0", "pima pos vs neg", "Fashion-MNIST T-shirt vs Shirt")

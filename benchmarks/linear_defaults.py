@@ -12,10 +12,10 @@ Two tables, measured side by side in one process on the same splits:
 * **l1 means sparse.** SGDClassifier(loss="hinge", penalty="l1") at its most accurate alpha of
   the same grid against the sparsest SADMM-l1 and RDA-l1 models of the grid that are at least
   as accurate. Target: at least as sparse at equal or better accuracy. Beside them, the exact
-  optimum of the same l1 hinge problem (a linear program, ``tests/reference.py``, HiGHS) at the
-  strongest alpha of the grid whose optimum is at least as accurate as SGDClassifier-l1: how
-  sparse a solver that reaches the optimum is, and how far from it (F / F* - 1) the SADMM-l1
-  and RDA-l1 models of that alpha stop.
+  optimum of the same l1 hinge problem (a linear program, HiGHS,
+  ``stochsvm.bench.optima.exact_l1_hinge``) at the strongest alpha of the grid whose optimum
+  is at least as accurate as SGDClassifier-l1: how sparse a solver that reaches the optimum
+  is, and how far from it (F / F* - 1) the SADMM-l1 and RDA-l1 models of that alpha stop.
 
 Protocol: one stratified 80/20 split per data set (seed 0), features standardized with the
 training split's mean and standard deviation; the best grid value is the one of highest test
@@ -57,7 +57,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from stochsvm import linear
-from tests.reference import exact_l1_hinge, exact_l2_hinge
+from stochsvm.bench.optima import exact_l1_hinge, exact_l2_hinge
 
 CS = (0.01, 0.1, 1.0, 10.0)
 

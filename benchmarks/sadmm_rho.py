@@ -5,7 +5,7 @@ For each data set (standardized, the training part of the split of
 ``rho`` of {1, 3, 10, 30}, ``SADMMClassifier(penalty="l1", alpha=alpha, rho=rho)`` is fitted
 with every other parameter at its default (so it stops by ``tol`` on the exact objective) and
 its training objective is compared with the optimum of the same problem solved exactly as a
-linear program (``tests/reference.py``, HiGHS). Reported: the relative gap
+linear program (``stochsvm.bench.optima.exact_l1_hinge``, HiGHS). Reported: the relative gap
 ``F / F* - 1``, the epochs run and the test accuracy; the median gap over the sets per
 ``(rho, alpha)`` decides the default. Times are left out: every fit here takes well under a
 second.
@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 import linear_defaults  # noqa: E402
 from stochsvm import SADMMClassifier  # noqa: E402
-from tests.reference import exact_l1_hinge  # noqa: E402
+from stochsvm.bench.optima import exact_l1_hinge  # noqa: E402
 
 SETS = ("breast cancer", "digits even vs odd", "dna n vs rest", "vehicle opel vs saab",
         "sonar M vs R", "musk 1 vs 0", "pima pos vs neg")

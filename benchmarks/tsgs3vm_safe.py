@@ -187,8 +187,11 @@ def _one_pass(X, y_semi, X_test, y_test, safe_folds):
         warnings.simplefilter("ignore")
         model = TSGS3VM(random_state=0, safe_folds=safe_folds).fit(X, y_semi)
     seconds = time.perf_counter() - started
+    n_labeled = int(np.sum(y_semi != -1))
+    # the iterations of the S3VM pass, which the default's supervised check may then discard
+    settings = model._resolve_parameters(n_labeled, len(y_semi) - n_labeled, X.shape[1])
     return {"seconds": seconds, "accuracy": float(model.score(X_test, y_test)),
-            "n_iter": int(model._n_iterations),
+            "n_iter": int(settings.n_iterations),
             "unlabeled_used": model.binary_models_[0].get("support_vectors") is None}
 
 

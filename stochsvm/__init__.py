@@ -18,8 +18,11 @@ from .linear import (
     select_step_size,
 )
 from .semi import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, LabeledKFold, SelfLabelingTSVM
+from .version import __version__
 
-__version__ = "0.1.0"
+# registers the Dask forms of fit and scoring with the core (dask itself is imported only
+# when a dask collection is passed)
+from . import distributed  # noqa: E402,F401  isort: skip
 
 __all__ = [
     "BGS3VM",

@@ -21,7 +21,9 @@ Classes are resolved by name only, never from an import path in the file: the so
 ``MinMaxScaler``, ``MaxAbsScaler``, ``Normalizer`` and ``RBFSampler``.
 
 Values are encoded as JSON scalars, ``{"__float__": repr}`` (exact, also inf/nan), NumPy
-scalars and dtypes, tuples, lists, dicts, CSR matrices (their component arrays in
+scalars and dtypes, arrays of strings (the ``feature_names_in_`` of a model fitted on a
+DataFrame, an object array in scikit-learn, as ``{"__strings__": [...]}``), tuples, lists,
+dicts, CSR matrices (their component arrays in
 ``arrays.npz``) and the library's loss and penalty objects by table and name. A ``callback``
 parameter is dropped (set to ``None``); a ``random_state`` that is a ``RandomState`` or
 ``Generator`` is refused (use an int seed).
@@ -39,6 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import registry
+from .version import __version__
 from ._core.state import ArrayField, CountField, IntField, check_fitted_state
 
 FORMAT_VERSION = 2
@@ -145,11 +148,7 @@ def _library_name(value):
 
 
 def _library_version():
-    try:
-        from . import __version__
-        return str(__version__)
-    except ImportError:  # pragma: no cover
-        return "unknown"
+    return str(__version__)
 
 
 class _Encoder:
@@ -161,7 +160,10 @@ class _Encoder:
 
     def _array(self, value, where):
         if value.dtype.hasobject:
-            raise TypeError(f"{where}: object arrays cannot be saved")
+            if value.ndim == 1 and all(isinstance(item, str) for item in value):
+                # feature names of a DataFrame: scikit-learn keeps them as an object array
+                return {"__strings__": [str(item) for item in value]}
+            raise TypeError(f"{where}: object arrays cannot be saved (only arrays of strings)")
         key = f"a{len(self.arrays)}"
         self.arrays[key] = value
         return {"__array__": key}
@@ -231,10 +233,12 @@ def _array_of(reference, arrays):
     return arrays[key]
 
 
-def _decode(value, arrays, sentinels=None):
+def _decode(value, arrays, sentinels=None, where="model"):
+    """The value that :class:`_Encoder` encoded; ``where`` names it in messages."""
     sentinels = {} if sentinels is None else sentinels
     if isinstance(value, list):
-        return [_decode(item, arrays, sentinels) for item in value]
+        return [_decode(item, arrays, sentinels, f"{where}[{index}]")
+                for index, item in enumerate(value)]
     if isinstance(value, dict):
         if "__sentinel__" in value:
             return sentinels.setdefault(value["__sentinel__"], object())
@@ -242,10 +246,19 @@ def _decode(value, arrays, sentinels=None):
             return _array_of(value, arrays)
         if "__float__" in value:
             return float(value["__float__"])
+        if "__strings__" in value:
+            strings = value["__strings__"]
+            if not isinstance(strings, list) or not all(isinstance(item, str)
+                                                        for item in strings):
+                raise ValueError("malformed model file: an array of strings holds something "
+                                 "else")
+            return np.array(strings, dtype=object)
         if "__tuple__" in value:
-            return tuple(_decode(item, arrays, sentinels) for item in value["__tuple__"])
+            return tuple(_decode(item, arrays, sentinels, f"{where}[{index}]")
+                         for index, item in enumerate(value["__tuple__"]))
         if "__dict__" in value:
-            return {key: _decode(item, arrays, sentinels)
+            return {key: _decode(item, arrays, sentinels,
+                                 key if where == "" else f"{where}[{key!r}]")
                     for key, item in value["__dict__"].items()}
         if "__items__" in value:
             return {_hashable(_decode(key, arrays, sentinels)): _decode(item, arrays, sentinels)
@@ -273,16 +286,21 @@ def _decode(value, arrays, sentinels=None):
             shape = tuple(int(size) for size in value["shape"])
             if len(shape) != 2 or min(shape) < 0:
                 raise ValueError(f"malformed model file: sparse shape {shape}")
-            if "row" in value:
-                matrix = cls((_array_of(value["data"], arrays),
-                              (_array_of(value["row"], arrays), _array_of(value["col"], arrays))),
-                             shape=shape)
-            else:
-                matrix = cls((_array_of(value["data"], arrays),
-                              _array_of(value["indices"], arrays),
-                              _array_of(value["indptr"], arrays)), shape=shape)
-            # indices out of range would make later products read outside the arrays
-            matrix.check_format(full_check=True) if matrix.format in ("csr", "csc") else None
+            try:
+                if "row" in value:
+                    matrix = cls((_array_of(value["data"], arrays),
+                                  (_array_of(value["row"], arrays),
+                                   _array_of(value["col"], arrays))), shape=shape)
+                else:
+                    matrix = cls((_array_of(value["data"], arrays),
+                                  _array_of(value["indices"], arrays),
+                                  _array_of(value["indptr"], arrays)), shape=shape)
+                # indices out of range would make later products read outside the arrays
+                if matrix.format in ("csr", "csc"):
+                    matrix.check_format(full_check=True)
+            except (ValueError, TypeError, IndexError) as error:
+                raise ValueError(f"model field {where!r}: invalid sparse matrix "
+                                 f"({error})") from None
             return matrix
         raise ValueError(f"malformed model file: unexpected object {sorted(value)}")
     return value
@@ -376,7 +394,7 @@ def _build(description, arrays, where):
                           else _build(step[1], arrays, f"{where}.steps[{index}]")))
         return Pipeline(built, verbose=bool(description.get("verbose", False)))
     cls, fields = _class_for_name(description["class"])
-    parameters = _decode(description.get("params", {"__dict__": {}}), arrays)
+    parameters = _decode(description.get("params", {"__dict__": {}}), arrays, where="")
     if not isinstance(parameters, dict):
         raise ValueError(f"{where}: malformed parameters")
     unknown = sorted(set(parameters) - set(cls().get_params(deep=False)))
@@ -385,7 +403,7 @@ def _build(description, arrays, where):
     model = cls(**parameters)
     if hasattr(model, "_validate_params") and hasattr(model, "_parameter_constraints"):
         model._validate_params()
-    state = _decode(description.get("state", {"__dict__": {}}), arrays)
+    state = _decode(description.get("state", {"__dict__": {}}), arrays, where="")
     return _restore(model, fields, state, where)
 
 
@@ -487,6 +505,8 @@ def _read(path):
         meta = json.loads(meta_bytes.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise ValueError(f"{path}: malformed model metadata") from None
+    except RecursionError:
+        raise ValueError(f"{path}: malformed model metadata (nested too deeply)") from None
     if not isinstance(meta, dict) or meta.get("format") != "stochsvm-model":
         raise ValueError(f"{path}: not a stochsvm model file")
     if meta.get("format_version") not in READABLE_VERSIONS:
@@ -494,11 +514,35 @@ def _read(path):
                          f"{meta.get('format_version')!r} (this library reads "
                          f"{', '.join(map(str, READABLE_VERSIONS))})")
     try:
+        _check_array_sizes(array_bytes)
         with np.load(_io.BytesIO(array_bytes), allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
     except (ValueError, zipfile.BadZipFile, EOFError, OSError, KeyError) as error:
         raise ValueError(f"{path}: refused array payload ({error})") from None
     return meta, arrays
+
+
+def _check_array_sizes(array_bytes):
+    """Refuse an ``arrays.npz`` member whose ``.npy`` header claims more bytes than the
+    member holds, before NumPy allocates what the header claims (a crafted header could
+    otherwise ask for terabytes)."""
+    with zipfile.ZipFile(_io.BytesIO(array_bytes)) as archive:
+        for member in archive.infolist():
+            with archive.open(member) as handle:
+                version = np.lib.format.read_magic(handle)
+                if version == (1, 0):
+                    shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+                elif version in ((2, 0), (3, 0)):
+                    shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+                else:
+                    raise ValueError(f"array {member.filename!r}: unknown .npy version "
+                                     f"{version}")
+                claimed = dtype.itemsize * float(np.prod(shape, dtype=np.float64))
+                available = member.file_size - handle.tell()
+                if claimed > available:
+                    raise ValueError(
+                        f"array {member.filename!r} claims shape {tuple(shape)} of {dtype} "
+                        f"({claimed:.3g} bytes) but its member holds {available} bytes")
 
 
 def load(path):

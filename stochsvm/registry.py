@@ -1,10 +1,14 @@
-"""Registry of the package's solvers: name -> lazily imported estimator class.
+"""Registry of the package's solvers: name -> estimator class, read off the classes.
 
-Each entry records the dotted import path ``"module:ClassName"``, the problem it solves
-(``"linear"``, ``"kernel"`` or ``"semi-supervised"``), the losses and penalties it supports, the
-paper it implements and short aliases. Adding a solver is one :class:`SolverEntry` line in
-``SOLVERS``. :mod:`stochsvm.io` resolves saved estimator classes only through this registry
-(by the class name, which is what model files record).
+A solver is an estimator class exported by a family package (:mod:`stochsvm.linear`,
+:mod:`stochsvm.kernel`, :mod:`stochsvm.semi`) that names its paper in ``_paper``. Its entry
+records the import path ``"module:ClassName"``, the problem its family solves (``"linear"``,
+``"kernel"`` or ``"semi-supervised"``), the losses and penalties it accepts
+(``_allowed_losses``, ``_allowed_penalties``), the paper and its short names (``_aliases``).
+Adding a solver is its class with those attributes, exported by its family's ``__init__``;
+this module, the command line's solver table, the distributed trainers
+(:data:`stochsvm.distributed.TRAINERS`) and model files (:mod:`stochsvm.io`, which resolves
+saved classes only through this registry, by class name) all read it from there.
 
 Aliases are lower-case and short: the algorithm's name as the papers write it (``sadmm``,
 ``s3gd``, ``scs``, ``tsgs3vm`` -- the same words as ``stochsvm reproduce``), words joined by
@@ -16,6 +20,7 @@ import difflib
 import importlib
 from dataclasses import dataclass
 
+from . import kernel, linear, semi
 
 @dataclass(frozen=True)
 class SolverEntry:
@@ -57,72 +62,26 @@ class SolverEntry:
                 f"imported: {error}") from error
 
 
-_SMOOTH_LOSSES = ("log_loss", "smoothed_hinge", "squared_hinge")
-# labeled hinge loss plus one unlabeled loss of Table 2 of the TSGS3VM paper
-_SEMI_LOSSES = ("hinge", "symmetric_hinge", "squared_symmetric_hinge", "ramp",
-                "differentiable_approximation")
+#: the family packages and the problem their solvers solve, in the order of the listings
+FAMILIES = ((linear, "linear"), (kernel, "kernel"), (semi, "semi-supervised"))
 
-SOLVERS = {entry.name: entry for entry in [
-    SolverEntry("SADMMClassifier", "stochsvm.linear.sadmm:SADMMClassifier", "linear",
-                ("hinge",), ("l1", "l2", "elasticnet"),
-                "Tao et al. 2014, Stochastic learning via optimizing the variational inequalities",
-                aliases=("sadmm",)),
-    SolverEntry("RDAClassifier", "stochsvm.linear.rda:RDAClassifier", "linear",
-                ("hinge", "squared_hinge", "smoothed_hinge", "log_loss"), ("l1", "l2", "elasticnet"),
-                "Xiao 2010, Regularized dual averaging", aliases=("rda",)),
-    SolverEntry("ComidClassifier", "stochsvm.linear.comid:ComidClassifier", "linear",
-                ("hinge", "squared_hinge", "smoothed_hinge", "log_loss"), ("l1", "l2", "elasticnet"),
-                "Duchi et al. 2010, Composite objective mirror descent", aliases=("comid",)),
-    SolverEntry("PegasosClassifier", "stochsvm.linear.pegasos:PegasosClassifier", "linear",
-                ("hinge", "squared_hinge", "smoothed_hinge", "log_loss"), ("l2",),
-                "Shalev-Shwartz et al. 2011, Pegasos", aliases=("pegasos",)),
-    SolverEntry("S3GDClassifier", "stochsvm.linear.s3gd:S3GDClassifier", "linear",
-                _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
-                "Mu, Liu & Fan, Stochastic gradient made stable: a manifold propagation approach",
-                aliases=("s3gd",)),
-    SolverEntry("MiniBatchSGDClassifier", "stochsvm.linear.sgd:MiniBatchSGDClassifier",
-                "linear", _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
-                "Mini-batch proximal SGD (S3GD paper baseline)", aliases=("sgd",)),
-    SolverEntry("StratifiedSGDClassifier", "stochsvm.linear.ssgd:StratifiedSGDClassifier",
-                "linear", _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
-                "Zhao & Zhang 2014, Stratified sampling SGD", aliases=("ssgd",)),
-    SolverEntry("ProxSVRGClassifier", "stochsvm.linear.svrg:ProxSVRGClassifier", "linear",
-                _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
-                "Xiao & Zhang 2014, Proximal SVRG", aliases=("svrg", "prox-svrg")),
-    SolverEntry("SCVClassifier", "stochsvm.linear.scv:SCVClassifier", "linear",
-                _SMOOTH_LOSSES, ("l1", "l2", "elasticnet"),
-                "Wang et al. 2013, Stochastic control variates", aliases=("scv",)),
-    SolverEntry("SCSKernelSVC", "stochsvm.kernel.scs:SCSKernelSVC", "kernel",
-                ("hinge",), ("l2",),
-                "Zhang & Sen, The stochastic conjugate subgradient algorithm for kernel SVMs",
-                aliases=("scs",)),
-    SolverEntry("KernelPegasosSVC", "stochsvm.kernel.kernel_pegasos:KernelPegasosSVC", "kernel",
-                ("hinge",), ("l2",),
-                "Shalev-Shwartz et al. 2011, Pegasos with kernels (SCS paper baseline)",
-                aliases=("kernel-pegasos",)),
-    SolverEntry("WolfeKernelSVC", "stochsvm.kernel.wolfe:WolfeKernelSVC", "kernel",
-                ("hinge",), ("l2",),
-                "Wolfe 1975, Conjugate subgradients on the full sample (SCS paper baseline)",
-                aliases=("wolfe",)),
-    SolverEntry("TSGS3VM", "stochsvm.semi.tsgs3vm:TSGS3VM", "semi-supervised",
-                _SEMI_LOSSES, ("l2",),
-                "Geng et al. 2019, Scalable semi-supervised SVM via triply stochastic gradients",
-                aliases=("tsgs3vm",)),
-    SolverEntry("FRS3VM", "stochsvm.semi.frs3vm:FRS3VM", "semi-supervised",
-                _SEMI_LOSSES, ("l2",),
-                "Fixed random features + SGD (TSGS3VM paper baseline)", aliases=("frs3vm",)),
-    SolverEntry("BGS3VM", "stochsvm.semi.bgs3vm:BGS3VM", "semi-supervised",
-                _SEMI_LOSSES, ("l2",),
-                "Le et al. 2016, Budgeted semi-supervised SVM", aliases=("bgs3vm",)),
-    SolverEntry("SelfLabelingTSVM", "stochsvm.semi.tsvm:SelfLabelingTSVM", "semi-supervised",
-                ("hinge",), ("l2",),
-                "Joachims 1999, Transductive SVM by label switching (S3VMlight)",
-                aliases=("self-labeling-tsvm", "s3vmlight")),
-    SolverEntry("CCCPTSVM", "stochsvm.semi.tsvm:CCCPTSVM", "semi-supervised",
-                ("hinge", "ramp"), ("l2",),
-                "Collobert et al. 2006, Large scale transductive SVMs (CCCP, ramp loss)",
-                aliases=("cccp-tsvm", "cccp")),
-]}
+
+def _read_solvers(families):
+    """``{class name: SolverEntry}`` of the solver classes the family packages export."""
+    solvers = {}
+    for family, problem in families:
+        for name in family.__all__:
+            cls = getattr(family, name)
+            if not isinstance(cls, type) or not getattr(cls, "_paper", None):
+                continue
+            solvers[cls.__name__] = SolverEntry(
+                cls.__name__, f"{cls.__module__}:{cls.__name__}", problem,
+                tuple(cls._allowed_losses), tuple(cls._allowed_penalties), cls._paper,
+                aliases=tuple(cls._aliases))
+    return solvers
+
+
+SOLVERS = _read_solvers(FAMILIES)
 
 
 def _normalized(name):

@@ -7,7 +7,7 @@ from sklearn.datasets import make_circles, make_moons
 
 def box_qp_coordinate_descent_twin(quadratic, linear, upper, a, n_epochs):
     """``n_epochs`` cyclic exact coordinate steps on ``1/2 a'Qa - m'a``, ``0 <= a <= c``
-    (twin of ``_box_qp_coordinate_descent`` with its stopping test switched off)."""
+    (twin of ``box_qp_coordinate_descent`` with its stopping test switched off)."""
     a = np.array(a, dtype=np.float64)
     for _ in range(n_epochs):
         for i in range(len(a)):
@@ -53,7 +53,7 @@ def two_circles(n_train=300, n_test=1000, noise=0.1):
 def bgs3vm_steps_twin(X, targets, labeled_batches, unlabeled_batches, steps, labeled_scale,
                       unlabeled_scales, kernel, labeled_derivative, unlabeled_derivative,
                       capacities, self_kernel, reference=None, balance_target=0.0):
-    """Replay of ``_bgs3vm_steps`` with NumPy: returns ``(pools, intercept)`` where
+    """Replay of ``bgs3vm_steps`` with NumPy: returns ``(pools, intercept)`` where
     ``pools[p]`` is a list of ``[row, coef, mean_kernel]`` in slot order.
 
     ``kernel(A, B)`` is a kernel block; ``labeled_derivative(m)`` the hinge derivative in the

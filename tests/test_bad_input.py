@@ -325,3 +325,36 @@ def test_random_state_instance_accepted(name):
     first = _fit(small_estimator(name, random_state=np.random.RandomState(3)), X, y)
     second = _fit(small_estimator(name, random_state=np.random.RandomState(3)), X, y)
     np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
+
+
+# ---------------------------------------------------------------------------------------
+# sizes past the memory budget
+# ---------------------------------------------------------------------------------------
+def test_random_fourier_features_past_the_machine_refused_up_front(monkeypatch):
+    # n_components=10**9 used to fail inside NumPy's allocator; the fit now names the
+    # parameter and the machine's memory before allocating anything
+    from stochsvm import RandomFourierFeatures
+    from stochsvm._core import kernels
+
+    X = np.random.default_rng(0).normal(size=(5, 784))
+    with pytest.raises(MemoryError, match=r"n_components=1000000000.*memory of this machine"):
+        RandomFourierFeatures(n_components=10**9).fit(X)
+    features = RandomFourierFeatures(n_components=100, random_state=0).fit(X)
+    monkeypatch.setattr(kernels, "machine_memory_bytes", lambda: 4000)
+    with pytest.raises(MemoryError, match="transform.*smaller batches"):
+        features.transform(np.zeros((1000, 784)))
+
+
+KERNEL = sorted(name for name, entry in registry.SOLVERS.items() if entry.problem == "kernel")
+
+
+@pytest.mark.parametrize("name", KERNEL)
+def test_a_margin_weight_past_double_precision_refused(name):
+    # C = 1e30 used to return an all-zero model with a warning; SVC trains the hard-margin
+    # model there, and these solvers reach it at a C that double precision resolves
+    X, y = _data(name)
+    with pytest.raises(ValueError, match=r"C=1e\+30 .* C <= 2\.5e\+16"):
+        small_estimator(name, C=1e30).fit(X, y)
+    with pytest.raises(ValueError, match="beyond the 1e\\+18"):
+        small_estimator(name, C=1e17).fit(X, y, sample_weight=np.full(len(y), 2.0))
+    _fit(small_estimator(name, C=1e16), X, y)  # 40 samples: 4e17, accepted

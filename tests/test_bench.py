@@ -315,6 +315,50 @@ def test_bench_command_runs_solvers_and_peers(tmp_path):
     assert (out / "bench_accuracy.png").read_bytes()[:8] == PNG_MAGIC
 
 
+@pytest.mark.filterwarnings("ignore")
+def test_bench_command_with_a_test_file_runs_every_peer(tmp_path):
+    # LIBSVM files load with 32-bit indices: liblinear and libsvm peers accept nothing else
+    pytest.importorskip("matplotlib")
+    from sklearn.datasets import dump_svmlight_file
+
+    from stochsvm.bench.compare import PEERS
+
+    X, y = binary_breast_cancer()
+    train, test = tmp_path / "train.svm", tmp_path / "test.svm"
+    dump_svmlight_file(X[:400, :10], y[:400], str(train))
+    dump_svmlight_file(X[400:, :10], y[400:], str(test))
+    peers = [argument for name in PEERS for argument in ("--peer", name)]
+    result = _invoke("bench", train, "--test", test, *peers, "--seeds", 1, "--out",
+                     tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    stored = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert {record["method"]: record["status"] for record in stored["records"]} == {
+        "SADMMClassifier": "ok", **{name: "ok" for name in PEERS}}
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_failed_bench_run_says_why_and_exits_non_zero(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from sklearn.datasets import dump_svmlight_file
+    from sklearn.linear_model import SGDClassifier
+
+    from stochsvm.bench import compare
+
+    def broken(seed):
+        return SGDClassifier(alpha=-1.0, random_state=seed)  # refused by its fit
+
+    monkeypatch.setitem(compare.PEERS, "SGDClassifier", broken)
+    X, y = binary_breast_cancer()
+    data = tmp_path / "train.svm"
+    dump_svmlight_file(X[:, :5], y, str(data))
+    result = _invoke("bench", data, "--peer", "SGDClassifier", "--seeds", 1, "--out",
+                     tmp_path / "out")
+    assert result.exit_code != 0
+    assert "SGDClassifier failed:" in result.stderr and "alpha" in result.stderr
+    assert "1 of 2 method(s) failed: SGDClassifier" in result.stderr
+    assert (tmp_path / "out" / "bench.json").exists()  # the results are still written
+
+
 def test_bench_command_errors(tmp_path):
     from sklearn.datasets import dump_svmlight_file
 

@@ -9,7 +9,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from stochsvm._core.kernels import kernel_block
 from stochsvm._core.losses import MARGIN_LOSSES, get_unlabeled_loss
-from stochsvm.semi.bgs3vm import BGS3VM, _bgs3vm_steps, draw_batches, step_sizes
+from stochsvm.semi.bgs3vm import (
+    BGS3VM,
+    BudgetPools,
+    StepSchedule,
+    StepSettings,
+    bgs3vm_steps,
+    draw_batches,
+    step_sizes,
+)
 
 from .reference_semi_exact import bgs3vm_steps_twin, semi_supervised_split, two_circles, two_moons
 
@@ -18,24 +26,25 @@ def _run_loop(X, targets, n_labeled, batches, steps, capacities, gamma, balance)
     labeled_batches, unlabeled_batches = batches
     squared = np.einsum("ij,ij->i", X, X)
     self_kernel = np.ones(len(X))
-    capacity = np.array(capacities, dtype=np.int64)
-    pool_start = np.array([0, capacities[0]], dtype=np.int64)
-    pool_size = np.zeros(2, dtype=np.int64)
-    pool_sample = np.full(sum(capacities), -1, dtype=np.int64)
-    pool_coef = np.zeros(sum(capacities))
-    pool_mean = np.zeros(sum(capacities))
-    slot_of_sample = np.full(len(X), -1, dtype=np.int64)
+    pools = BudgetPools(sample=np.full(sum(capacities), -1, dtype=np.int64),
+                        coef=np.zeros(sum(capacities)), size=np.zeros(2, dtype=np.int64),
+                        start=np.array([0, capacities[0]], dtype=np.int64),
+                        capacity=np.array(capacities, dtype=np.int64),
+                        slot_of_sample=np.full(len(X), -1, dtype=np.int64),
+                        mean_kernel=np.zeros(sum(capacities)))
     reference = np.arange(n_labeled, len(X), 3, dtype=np.int64)
-    _bgs3vm_steps(X, squared, self_kernel, targets, labeled_batches, unlabeled_batches, steps,
-                  2.0, np.linspace(0.1, 0.7, len(steps)), 0, gamma, 3.0, 0.0,
-                  get_unlabeled_loss("symmetric_hinge").code, 0.0,
-                  pool_sample, pool_coef, pool_size, pool_start, capacity, slot_of_sample,
-                  np.zeros(labeled_batches.shape[1] + unlabeled_batches.shape[1]),
-                  reference, pool_mean, 0.2, balance)
-    pools = [[(int(pool_sample[s]), pool_coef[s], pool_mean[s])
-              for s in range(pool_start[p], pool_start[p] + pool_size[p])] for p in range(2)]
-    intercept = 0.2 - float(pool_coef @ pool_mean) if balance else 0.0
-    return pools, intercept, reference, pool_size, slot_of_sample
+    settings = StepSettings(kernel=0, gamma=gamma, degree=3.0, coef0=0.0, labeled_scale=2.0,
+                            unlabeled_loss_code=get_unlabeled_loss("symmetric_hinge").code,
+                            unlabeled_parameter=0.0, balance=balance, balance_target=0.2)
+    schedule = StepSchedule(labeled_batches, unlabeled_batches, steps,
+                            np.linspace(0.1, 0.7, len(steps)))
+    bgs3vm_steps(X, squared, self_kernel, targets, reference, schedule, settings, pools)
+    sample, coef, mean = pools.sample, pools.coef, pools.mean_kernel
+    result = [[(int(sample[s]), coef[s], mean[s])
+               for s in range(pools.start[p], pools.start[p] + pools.size[p])]
+              for p in range(2)]
+    intercept = 0.2 - float(coef @ mean) if balance else 0.0
+    return result, intercept, reference, pools.size, pools.slot_of_sample
 
 
 @pytest.mark.parametrize("balance", [True, False])
@@ -206,11 +215,11 @@ def test_sklearn_contract(estimator, check):
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear", "poly"])
 def test_compiled_kernels_match_kernel_blocks(kernel):
-    from stochsvm.semi.bgs3vm import _KERNEL_CODES, kernel_from_dot, self_kernel_values
+    from stochsvm.semi.bgs3vm import KERNEL_CODES, kernel_from_dot, self_kernel_values
     rng = np.random.RandomState(0)
     A, B = rng.normal(size=(4, 3)), rng.normal(size=(5, 3))
     block = kernel_block(A, B, kernel, 0.3, 2, 0.5)
-    code = _KERNEL_CODES[kernel]
+    code = KERNEL_CODES[kernel]
 
     def function(dot, squared_a, squared_b, gamma, degree, coef0):
         return kernel_from_dot(code, dot, squared_a, squared_b, gamma, degree, coef0)

@@ -232,32 +232,45 @@ def test_progress_bar_per_one_vs_rest_problem(tmp_path):
     assert len(frames) < 100  # 1200 records, throttled
 
 
+def test_progress_bar_of_a_converged_fit_ends_at_100_percent(files):
+    """A fit that its stopping rule ends before max_iter shows 100% and "converged", not the
+    fraction of max_iter it used."""
+    tmp_path, train, _ = files
+    result = run("train", train, "--solver", "SADMMClassifier", "--param", "random_state=0",
+                 "--progress")
+    assert result.exit_code == 0, result.output
+    final = result.stderr.split("\r")[-1]
+    assert "100%" in final and "converged" in final, result.stderr
+    epochs = re.search(r"\| (\d+)/(\d+) ", final)
+    assert epochs and epochs.group(1) == epochs.group(2) and int(epochs.group(1)) < 1000
+
+
 def test_progress_bar_totals():
     """The bar's total is each solver's iteration cap."""
-    from stochsvm.cli import _iteration_total
+    from stochsvm.cli.progress import iteration_total
     y = np.r_[np.zeros(50), np.ones(50)]
     y_semi = np.r_[np.zeros(10), np.ones(10), -np.ones(1000)]
-    assert _iteration_total(registry.solver_class("sadmm")(max_iter=7), y) == 7
-    assert _iteration_total(registry.solver_class("scs")(max_iter=30), y) == 30
-    assert _iteration_total(registry.solver_class("wolfe")(max_iter=11), y) == 11
-    assert _iteration_total(registry.solver_class("kernel-pegasos")(max_iter=3), y) == 3
-    assert _iteration_total(registry.solver_class("tsgs3vm")(max_iter=70), y_semi) == 70
+    assert iteration_total(registry.solver_class("sadmm")(max_iter=7), y) == 7
+    assert iteration_total(registry.solver_class("scs")(max_iter=30), y) == 30
+    assert iteration_total(registry.solver_class("wolfe")(max_iter=11), y) == 11
+    assert iteration_total(registry.solver_class("kernel-pegasos")(max_iter=3), y) == 3
+    assert iteration_total(registry.solver_class("tsgs3vm")(max_iter=70), y_semi) == 70
     # n_passes of unlabeled batches of max(batch_size, ceil(n_u / 64)), at least 64
-    assert _iteration_total(registry.solver_class("tsgs3vm")(batch_size=8), y_semi) == 64
-    assert _iteration_total(registry.solver_class("frs3vm")(batch_size=8, n_passes=3.0),
+    assert iteration_total(registry.solver_class("tsgs3vm")(batch_size=8), y_semi) == 64
+    assert iteration_total(registry.solver_class("frs3vm")(batch_size=8, n_passes=3.0),
                             y_semi) == 188  # ceil(3 * 1000 / 16)
-    assert _iteration_total(registry.solver_class("bgs3vm")(batch_size=10, n_passes=2),
+    assert iteration_total(registry.solver_class("bgs3vm")(batch_size=10, n_passes=2),
                             y_semi) == 200
-    assert _iteration_total(registry.solver_class("s3vmlight")(max_iter=9), y_semi) == 9
-    assert _iteration_total(registry.solver_class("cccp")(max_iter=5), y_semi) == 5
+    assert iteration_total(registry.solver_class("s3vmlight")(max_iter=9), y_semi) == 9
+    assert iteration_total(registry.solver_class("cccp")(max_iter=5), y_semi) == 5
 
 
 def test_progress_records_without_a_problem_key(capsys):
     """Records without "problem" (estimators that do not add it): an iteration count that
     does not increase starts the next problem's bar."""
-    from stochsvm.cli import _ProgressBar
+    from stochsvm.cli.progress import ProgressBar
     entry = registry.get_solver("sadmm")
-    bar = _ProgressBar(entry, entry.load()(max_iter=3), np.array([0, 1, 2, 0, 1, 2]))
+    bar = ProgressBar(entry, entry.load()(max_iter=3), np.array([0, 1, 2, 0, 1, 2]))
     bar.start()
     for record in [{"iteration": 1}, {"iteration": 2}, {"iteration": 1}, {"iteration": 3},
                    {"iteration": 2, "problem": 2}]:

@@ -80,3 +80,34 @@ def test_unknown_name(tmp_path):
         fetch("nope", data_home=tmp_path)
     with pytest.raises(ValueError, match="not LIBSVM"):
         load_dataset("HEPMASS", data_home=tmp_path)
+
+
+def test_download_reports_its_progress(server, tmp_path, monkeypatch):
+    from stochsvm.datasets import registry as module
+
+    monkeypatch.setattr(module, "_CHUNK_BYTES", 7)  # several chunks of the small file
+    entries = {"toy": DatasetEntry("toy", server + "/toy", None, None, "binary")}
+    calls = []
+    fetch("toy", data_home=tmp_path, registry=entries,
+          progress=lambda received, total: calls.append((received, total)))
+    assert len(calls) == -(-len(CONTENT) // 7)
+    assert [received for received, _ in calls] == sorted({received for received, _ in calls})
+    assert calls[-1] == (len(CONTENT), len(CONTENT))  # the server's Content-Length
+
+
+def test_command_line_fetch_draws_bytes_rate_and_time_left(server, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from stochsvm.cli import main
+    from stochsvm.datasets import registry as module
+
+    monkeypatch.setitem(module.DATASETS, "toy",
+                        DatasetEntry("toy", server + "/toy", None, None, "binary"))
+    result = CliRunner().invoke(main, ["datasets", "fetch", "toy", "--data-home",
+                                       str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    final = result.stderr.split("\r")[-1]
+    assert "100%" in final and f"{len(CONTENT)}.0/{len(CONTENT)}.0" in final
+    assert "B/s" in final and "<00:00" in final
+    info = CliRunner().invoke(main, ["datasets", "info", "a9a"])
+    assert "sha256: not pinned: trust on first use" in info.output

@@ -13,7 +13,15 @@ from click.testing import CliRunner
 import stochsvm.demo
 from stochsvm.bench import harness
 from stochsvm.cli import main
-from stochsvm.demo import DemoSettings, run_demo, scale
+from stochsvm.demo import (
+    DemoSettings,
+    comparisons,
+    distributed,
+    linear,
+    run_demo,
+    scale,
+    semi_supervised,
+)
 from stochsvm.demo.report import add_speed_ups, format_table, verdicts, write_figure
 
 TINY = DemoSettings(kernel_samples=1500, semi_supervised_samples=800, n_labeled=40,
@@ -53,7 +61,7 @@ def test_quick_demo_runs_every_comparison_and_writes_the_figure(tmp_path):
 def test_default_demo_on_tiny_sizes_prints_one_table_and_writes_the_figure(tmp_path,
                                                                            monkeypatch):
     pytest.importorskip("matplotlib")
-    monkeypatch.setattr(scale, "_dask_installed", lambda: False)
+    monkeypatch.setattr(scale, "dask_installed", lambda: False)
     lines = []
     figure = tmp_path / "demo.png"
     settings = dataclasses.replace(TINY, use_dask=True)
@@ -105,13 +113,13 @@ def test_a_fit_past_the_time_limit_is_killed_and_reported():
     dataset = harness.Dataset("toy", X, y, X, y)
     from sklearn.dummy import DummyClassifier
 
-    comparison = scale.Comparison("toy", dataset, [
+    comparison = comparisons.Comparison("toy", dataset, [
         harness.Method("dummy", lambda seed: DummyClassifier()),
         harness.Method("sleeper", lambda seed: Sleeper(), origin="peer"),
     ])
     finished = []
-    rows = add_speed_ups(scale.run_comparisons([comparison], time_limit=1.0,
-                                               on_finished=finished.append))
+    rows = add_speed_ups(comparisons.run_comparisons([comparison], time_limit=1.0,
+                                                     on_finished=finished.append))
     assert len(finished) == 2
     assert rows[0]["status"] == "ok" and rows[0]["accuracy"] == 0.5
     assert rows[1]["status"] == "killed" and rows[1]["accuracy"] is None
@@ -173,7 +181,7 @@ def test_semi_supervised_data_fall_back_to_generated_clusters(monkeypatch):
         raise FileNotFoundError("no Fashion-MNIST files here")
 
     monkeypatch.setattr("stochsvm.bench.tsgs3vm.fashion_task", missing)
-    comparison = scale.semi_supervised_comparison(300, 20, test_samples=100)
+    comparison = semi_supervised.semi_supervised_comparison(300, 20, test_samples=100)
     assert comparison.dataset.X_train.shape == (300, 20)
     assert comparison.dataset.X_test.shape == (100, 20)
     assert np.sum(comparison.dataset.y_train != -1) == 20
@@ -182,7 +190,7 @@ def test_semi_supervised_data_fall_back_to_generated_clusters(monkeypatch):
 
 @pytest.mark.skipif(not _fashion_mnist_installed(), reason="Fashion-MNIST is not installed")
 def test_semi_supervised_data_use_fashion_mnist_tops_vs_rest():
-    comparison = scale.semi_supervised_comparison(500, 30)
+    comparison = semi_supervised.semi_supervised_comparison(500, 30)
     dataset = comparison.dataset
     assert dataset.X_train.shape == (500, 784) and dataset.X_test.shape == (10000, 784)
     assert set(np.unique(dataset.y_train)) == {-1, 0, 1}
@@ -193,10 +201,10 @@ def test_semi_supervised_data_use_fashion_mnist_tops_vs_rest():
 
 
 def test_linear_comparison_is_sparse_text_and_counts_nonzero_coefficients():
-    comparison = scale.linear_comparison(600, 200, 2000, 14)
+    comparison = linear.linear_comparison(600, 200, 2000, 14)
     assert comparison.dataset.X_train.format == "csr"
     assert comparison.dataset.X_train.shape == (600, 2000)
-    record = scale.fit_and_score(comparison.methods[0], comparison.dataset, seed=0)
+    record = comparisons.fit_and_score(comparison.methods[0], comparison.dataset, seed=0)
     assert 0 < record["nonzero_coefficients"] <= 2000
     assert 0.5 < record["accuracy"] <= 1.0
 
@@ -205,9 +213,9 @@ def test_dask_row_trains_on_a_local_cluster():
     pytest.importorskip("dask.distributed")
     from stochsvm import SADMMClassifier
 
-    comparison = scale.linear_comparison(2000, 300, 1500, 14)
+    comparison = linear.linear_comparison(2000, 300, 1500, 14)
     comparison.methods[0].make = lambda seed: SADMMClassifier(max_iter=3, random_state=seed)
-    row = scale.dask_row(comparison, comparison.methods[0])
+    row = distributed.dask_row(comparison, comparison.methods[0])
     assert row["status"] == "ok", row
     assert row["model"] == 'SADMMClassifier(penalty="l1") on Dask'
     assert row["in_memory_model"] == 'SADMMClassifier(penalty="l1")'
@@ -219,11 +227,11 @@ def test_dask_row_takes_a_cluster_started_beforehand_and_its_blocks_stay_put():
     pytest.importorskip("dask.distributed")
     from stochsvm import SADMMClassifier
 
-    comparison = scale.linear_comparison(2000, 300, 1500, 14)
+    comparison = linear.linear_comparison(2000, 300, 1500, 14)
     comparison.methods[0].make = lambda seed: SADMMClassifier(max_iter=2, random_state=seed)
-    starter = scale.ClusterStarter(2)
+    starter = distributed.ClusterStarter(2)
     starter.start()
-    row = scale.dask_row(comparison, comparison.methods[0], starter=starter)
+    row = distributed.dask_row(comparison, comparison.methods[0], starter=starter)
     assert row["status"] == "ok", row
     cluster, start_seconds = starter.result()
     assert cluster.status.name == "closed"  # the row closed the cluster it was given
@@ -238,13 +246,13 @@ def test_rows_moved_to_the_cluster_are_blocks_held_by_their_workers():
     from dask.distributed import Client
 
     from stochsvm import SADMMClassifier
-    from stochsvm.distributed._data import training_blocks
+    from stochsvm.distributed.blocks import training_blocks
     from stochsvm.distributed.linear import _block_workers, _partitions
 
-    comparison = scale.linear_comparison(2000, 300, 1500, 14)
-    with scale._local_cluster(2) as cluster, Client(cluster) as client:
-        X, y = scale._scattered(client, comparison.dataset.X_train,
-                                comparison.dataset.y_train, 4)
+    comparison = linear.linear_comparison(2000, 300, 1500, 14)
+    with distributed.local_cluster(2) as cluster, Client(cluster) as client:
+        X, y = distributed.scatter_rows(client, comparison.dataset.X_train,
+                                        comparison.dataset.y_train, 4)
         blocks = training_blocks(X, y, None)
         owners, _ = _block_workers(blocks.X)
         partitions = _partitions(SADMMClassifier(), blocks.X)
@@ -293,8 +301,8 @@ def test_warm_up_runs_the_s3vm_pass_of_a_semi_supervised_model(monkeypatch):
     from stochsvm.bench import harness
     from stochsvm.semi import tsgs3vm
 
-    comparison = scale.semi_supervised_comparison(1200, 200, test_samples=300,
-                                                  use_fashion_mnist=False)
+    comparison = semi_supervised.semi_supervised_comparison(1200, 200, test_samples=300,
+                                                            use_fashion_mnist=False)
     passes = []
     original = tsgs3vm.tsgs3vm_train_shared
     monkeypatch.setattr(tsgs3vm, "tsgs3vm_train_shared",
@@ -305,12 +313,13 @@ def test_warm_up_runs_the_s3vm_pass_of_a_semi_supervised_model(monkeypatch):
 
 
 def test_warm_up_of_several_comparisons_forks_the_first(monkeypatch):
-    comparisons = [scale.linear_comparison(400, 100, 500, 10),
-                   scale.semi_supervised_comparison(800, 100, test_samples=200,
-                                                    use_fashion_mnist=False)]
+    tasks = [linear.linear_comparison(400, 100, 500, 10),
+             semi_supervised.semi_supervised_comparison(800, 100, test_samples=200,
+                                                        use_fashion_mnist=False)]
     here = []
-    monkeypatch.setattr(scale, "_warm_up_one", lambda comparison: here.append(comparison.name))
-    assert scale.warm_up(comparisons) >= 0
+    monkeypatch.setattr(comparisons, "warm_up_comparison",
+                        lambda comparison: here.append(comparison.name))
+    assert comparisons.warm_up(tasks) >= 0
     # the forked process warmed the first up (its call is not seen here); this process warmed
     # up the others, then the first again (loading it from the compile cache)
     assert here == ["semi-supervised", "linear"]

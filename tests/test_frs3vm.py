@@ -10,7 +10,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from stochsvm._core.losses import get_unlabeled_loss
 from stochsvm._core.random_features import feature_block
 from stochsvm.semi.frs3vm import FRS3VM, frs3vm_train
-from stochsvm.semi.tsgs3vm import batch_schedule
+from stochsvm._core.sampling import batch_schedule
 from tests.reference_semi import frs3vm_reference
 from tests.test_tsgs3vm import EXPECTED_FAILURES, semi_split, small_problem
 

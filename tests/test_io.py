@@ -317,8 +317,64 @@ def test_sparse_indices_out_of_range_refused(tmp_path, column_index):
             indices = npz[key].copy()
     indices[0] = column_index
     _replace_array(path, key, indices)
-    with pytest.raises(ValueError, match="support_vectors_|index|indices"):
+    with pytest.raises(ValueError, match="model field 'support_vectors_'"):
         io.load(path)
+
+
+def test_deeply_nested_metadata_refused(saved):
+    # JSON nested 100,000 deep passes the checksum (the file is consistent) but would exhaust
+    # the parser's recursion: a ValueError, as for any malformed file
+    deep = b'{"format": "stochsvm-model", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with zipfile.ZipFile(saved) as archive:
+        array_bytes = archive.read("arrays.npz")
+    import hashlib
+    with zipfile.ZipFile(saved, "w") as archive:
+        archive.writestr("meta.json", deep)
+        archive.writestr("arrays.npz", array_bytes)
+        archive.writestr("checksum", hashlib.sha256(deep + array_bytes).hexdigest())
+    with pytest.raises(ValueError, match="nested too deeply"):
+        io.load(saved)
+
+
+def test_array_header_claiming_more_than_its_bytes_refused(saved):
+    # an .npy header may claim any shape: 8 TiB are refused by the member's size, before
+    # NumPy tries to allocate them
+    import io as stdio
+    with zipfile.ZipFile(saved) as archive:
+        array_bytes = archive.read("arrays.npz")
+    rebuilt = stdio.BytesIO()
+    with zipfile.ZipFile(stdio.BytesIO(array_bytes)) as source, \
+            zipfile.ZipFile(rebuilt, "w") as target:
+        for member in source.infolist():
+            data = source.read(member)
+            if member.filename == "a0.npy":
+                # the same data behind a header that claims 2^40 float64 numbers
+                header = stdio.BytesIO()
+                np.lib.format.write_array_header_1_0(
+                    header, {"descr": "<f8", "fortran_order": False, "shape": (2 ** 40,)})
+                data = header.getvalue() + data[-64:]
+            target.writestr(member, data)
+    _rewrite(saved, arrays=rebuilt.getvalue())
+    with pytest.raises(ValueError, match="claims shape"):
+        io.load(saved)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_tsgs3vm_blocks_disagreeing_with_coefficients_refused(tmp_path):
+    X, y = binary_breast_cancer()
+    y = (y > 0).astype(int)
+    y[::2] = -1
+    from stochsvm import TSGS3VM
+    model = TSGS3VM(random_state=0, max_iter=4, safe_folds=None).fit(X, y)
+    path = tmp_path / "tsgs3vm"
+    for cached in (True, False):
+        model.binary_models_[0].pop("omega", None) if not cached else None
+        model.binary_models_[0].pop("offset", None) if not cached else None
+        io.save(model, path)
+        _rewrite(path, lambda meta: _state(meta)["binary_models_"][0]["__dict__"].update(
+            n_blocks=int(model.binary_models_[0]["n_blocks"]) + 1))
+        with pytest.raises(ValueError, match="binary_models_.*n_blocks x block_size"):
+            io.load(path)
 
 
 def test_nan_and_wrong_shape_coef_refused(saved):
@@ -410,6 +466,52 @@ def test_pipeline_round_trip(tmp_path):
     pipeline = make_pipeline(StandardScaler(), TSGS3VM(random_state=0)).fit(X, semi)
     io.save(pipeline, tmp_path / "semi")
     np.testing.assert_array_equal(io.load(tmp_path / "semi").predict(X), pipeline.predict(X))
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", SOLVER_NAMES)
+def test_models_fitted_on_a_dataframe_keep_their_feature_names(name, tmp_path):
+    # scikit-learn keeps the column names as an object array of str: saved as strings, loaded
+    # as the same object array, so a loaded model checks the columns as the fitted one did
+    pandas = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = binary_breast_cancer()
+    frame = pandas.DataFrame(X, columns=[f"feature {index}" for index in range(X.shape[1])])
+    for model in (_fitted(name, frame, y),
+                  make_pipeline(StandardScaler(), _fitted(name, X, y)).fit(frame, y)
+                  if registry.SOLVERS[name].problem != "semi-supervised" else None):
+        if model is None:
+            continue
+        io.save(model, tmp_path / "frame")
+        loaded = io.load(tmp_path / "frame")
+        assert loaded.feature_names_in_.dtype == object
+        np.testing.assert_array_equal(loaded.feature_names_in_, model.feature_names_in_)
+        np.testing.assert_array_equal(loaded.predict(frame), model.predict(frame))
+        with pytest.raises(ValueError, match="feature names"):
+            loaded.predict(frame.rename(columns={"feature 0": "renamed"}))
+
+
+def test_arrays_of_strings_are_checked_on_load(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    from stochsvm.linear import SADMMClassifier
+
+    X, y = binary_breast_cancer()
+    frame = pandas.DataFrame(X, columns=[f"f{index}" for index in range(X.shape[1])])
+    path = tmp_path / "frame"
+    io.save(SADMMClassifier(random_state=0, max_iter=3).fit(frame, y), path)
+    _rewrite(path, lambda meta: _state(meta).update(
+        feature_names_in_={"__strings__": [1] * X.shape[1]}))
+    with pytest.raises(ValueError, match="array of strings"):
+        io.load(path)
+    _rewrite(path, lambda meta: _state(meta).update(feature_names_in_={"__strings__": ["a"]}))
+    with pytest.raises(ValueError, match="feature_names_in_"):
+        io.load(path)
+    model = SADMMClassifier(random_state=0, max_iter=3).fit(X, y)
+    model.feature_names_in_ = np.array([object()] * X.shape[1], dtype=object)
+    with pytest.raises(ValueError, match="feature_names_in_.*not a str dtype"):
+        io.save(model, path)
 
 
 def test_pipeline_with_an_unknown_step_refused(tmp_path):

@@ -7,7 +7,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from stochsvm._core.kernels import kernel_block, resolve_gamma
 from stochsvm.kernel import KernelPegasosSVC
-from stochsvm.kernel.kernel_pegasos import _pegasos_chunk
+from stochsvm.kernel.kernel_pegasos import pegasos_chunk
 
 from .reference import binary_breast_cancer
 from .reference_kernel import exact_rbf_optimum, kernel_pegasos_twin
@@ -28,8 +28,8 @@ def test_compiled_chunks_equal_the_twin_step_by_step():
         columns = np.union1d(np.flatnonzero(counts), rows)
         block = kernel_block(X[rows], X[columns], "rbf", 0.05)
         coefficients = counts[columns] * y[columns]
-        step = _pegasos_chunk(block, np.searchsorted(columns, rows), coefficients, y[rows],
-                              weights[rows], step, regularization)
+        step = pegasos_chunk(block, np.searchsorted(columns, rows), coefficients, y[rows],
+                             weights[rows], step, regularization)
         counts[columns] = coefficients * y[columns]
     assert step == len(draws)
     np.testing.assert_allclose(counts, expected, rtol=0, atol=1e-12)

@@ -1,7 +1,8 @@
 """Lazy ("just-in-time") prox steps on CSR input equal the eager loops.
 
 The CSR loops of the mini-batch family apply the prox steps of the coordinates a mini-batch
-does not touch in closed form when the coordinate is next read (stochsvm.linear.sgd). These
+does not touch in closed form when the coordinate is next read
+(stochsvm.linear.proximal_steps). These
 tests compare them with the eager NumPy twin, step for step, on a genuinely sparse problem
 (most coordinates skip most steps), and the dense and CSR fits of the estimators after several
 epochs.
@@ -13,11 +14,14 @@ import scipy.sparse as sp
 
 from stochsvm._core.losses import get_margin_loss
 from stochsvm._core.penalties import lazy_prox, lazy_prox_sum, prox_power_tables
-from stochsvm.linear.sgd import (
-    MiniBatchSGDClassifier,
-    _prox_steps_dense,
-    _sparse_prox_steps,
+from stochsvm.linear.proximal_steps import (
+    IterateState,
+    StepControls,
+    StepSettings,
+    prox_steps_dense,
+    prox_steps_sparse,
 )
+from stochsvm.linear.sgd import MiniBatchSGDClassifier
 from stochsvm.linear.ssgd import StratifiedSGDClassifier
 from stochsvm.linear.svrg import ProxSVRGClassifier
 
@@ -67,10 +71,12 @@ def test_lazy_steps_match_eager_twin(penalty, average_start, with_correction):
         slopes = rng.uniform(0.0, 0.05, size=batches.shape)
         correction = (rng.normal(size=d + 1) * 0.02 if with_correction else np.zeros(d + 1))
         start = NO_AVERAGE if average_start is None else average_start
-        loss_sum = _sparse_prox_steps(
-            X.data, X.indices, X.indptr, y, batches, scales, constants, slopes, correction,
-            np.zeros((0, 0)), 0.0, coef, coef_sum, scalars, np.zeros(d + 1), np.zeros(d + 1),
-            gradient, step, step * alpha, l1_ratio, True, start, margin_loss.code, parameter)
+        loss_sum = prox_steps_sparse(
+            X.data, X.indices, X.indptr, y, batches, scales,
+            StepControls(constants, slopes, correction, np.zeros((0, 0)), 0.0),
+            IterateState(coef, coef_sum, scalars, np.zeros(d + 1), np.zeros(d + 1), gradient),
+            StepSettings(step, step * alpha, l1_ratio, True, start, margin_loss.code,
+                         parameter))
         twin = prox_minibatch_twin(
             X, y, batches, scales, constants, slopes, correction, twin_coef, twin_intercept,
             step, alpha, l1_ratio, "log_loss", parameter, average_start=average_start,
@@ -108,14 +114,16 @@ def test_lazy_sparse_loop_equals_dense_loop(penalty):
     results = []
     for matrix in (X.toarray(), X):
         coef, coef_sum, scalars = np.zeros(d), np.zeros(d), np.zeros(4)
-        arguments = (y, batches, scales, zeros, zeros, np.zeros(d + 1), np.zeros((0, 0)), 0.0,
-                     coef, coef_sum, scalars, np.zeros(d + 1), np.zeros(d + 1),
-                     np.zeros(d + 1), 0.2, 0.2 * 0.02, L1_RATIOS[penalty], True, 300,
-                     margin_loss.code, parameter)
+        arguments = (y, batches, scales,
+                     StepControls(zeros, zeros, np.zeros(d + 1), np.zeros((0, 0)), 0.0),
+                     IterateState(coef, coef_sum, scalars, np.zeros(d + 1), np.zeros(d + 1),
+                                  np.zeros(d + 1)),
+                     StepSettings(0.2, 0.2 * 0.02, L1_RATIOS[penalty], True, 300,
+                                  margin_loss.code, parameter))
         if sp.issparse(matrix):
-            _sparse_prox_steps(matrix.data, matrix.indices, matrix.indptr, *arguments)
+            prox_steps_sparse(matrix.data, matrix.indices, matrix.indptr, *arguments)
         else:
-            _prox_steps_dense(matrix, *arguments)
+            prox_steps_dense(matrix, *arguments)
         results.append((coef, coef_sum, scalars))
     (dense_coef, dense_sum, dense_scalars), (sparse_coef, sparse_sum, sparse_scalars) = results
     np.testing.assert_allclose(sparse_coef, dense_coef, rtol=1e-10, atol=1e-13)

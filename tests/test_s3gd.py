@@ -202,7 +202,8 @@ def test_multiclass_and_class_weight():
 def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
     from stochsvm._core.losses import get_margin_loss
     from stochsvm.linear.anchors import build_anchor_graph, class_products, select_anchors
-    from stochsvm.linear.s3gd import _s3gd_epoch_dense
+    from stochsvm.linear.proximal_steps import NO_AVERAGE, IterateState, StepSettings
+    from stochsvm.linear.s3gd import AnchorTerms, SnapshotTerms, _s3gd_epoch_dense
 
     from .twins import s3gd_twin
 
@@ -222,10 +223,8 @@ def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
     logistic = loss == "log_loss"
     if logistic:
         plus, minus = plus + minus, minus.sum(axis=0)[None, :]
-    common = (plus, minus, graph.neighbor_index, graph.neighbor_weight, coef, np.zeros(d),
-              scalars, np.zeros(d + 1), np.zeros(d + 1), np.empty(m), np.empty(m), np.empty(m),
-              np.empty(d + 1), np.zeros(d + 1), True, step, step * alpha, l1_ratio, True,
-              np.iinfo(np.int64).max, logistic, margin_loss.code, parameter)
+    settings = StepSettings(step, step * alpha, l1_ratio, True, NO_AVERAGE, margin_loss.code,
+                            parameter)
     if sparse:
         # the CSR outer loops: NumPy outer step, lazy compiled inner steps
         estimator = S3GDClassifier(loss=loss, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio)
@@ -239,7 +238,15 @@ def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
                                                  resolved, True, refresh=True)
         coef, scalars = state["coef"], state["scalars"]
     else:
-        loss_sum = _s3gd_epoch_dense(X, y, weights, batches, 7, anchors, *common)
+        loss_sum = _s3gd_epoch_dense(
+            X, y, weights, batches, 7, True,
+            AnchorTerms(anchors, plus, minus, graph.neighbor_index, graph.neighbor_weight,
+                        logistic),
+            SnapshotTerms(np.zeros(d + 1), np.empty(m), np.empty(m), np.empty(m),
+                          np.empty(d + 1)),
+            IterateState(coef, np.zeros(d), scalars, np.zeros(d + 1), np.zeros(d + 1),
+                         np.zeros(d + 1)),
+            settings)
     twin_coef, twin_intercept, twin_loss = s3gd_twin(X, y, weights, graph, batches, 7, step,
                                                      alpha, l1_ratio, loss, parameter)
     np.testing.assert_allclose(coef, twin_coef, rtol=1e-10, atol=1e-12)

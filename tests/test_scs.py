@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from stochsvm._core.kernels import kernel_block, resolve_gamma
 from stochsvm.kernel import SCSKernelSVC
 from stochsvm.kernel._conjugate import line_search, line_values, minimum_norm_weight
-from stochsvm.kernel.scs import append_samples
+from stochsvm.kernel.scs_iterations import append_samples
 
 from .reference import binary_breast_cancer, binary_digits, exact_kernel_svm
 from .reference_kernel import exact_rbf_optimum, line_search_twin, line_values_twin
@@ -515,7 +515,7 @@ def _sample_problem(seed, size=60, capacity=70, C=3.0, dtype=np.float64):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_incremental_hinge_products_equal_the_product_from_scratch(seed, dtype):
-    from stochsvm.kernel.scs import hinge_part
+    from stochsvm.kernel.scs_iterations import hinge_part
 
     gram, labels, costs = _sample_problem(seed, dtype=dtype)
     size = 60
@@ -535,7 +535,7 @@ def test_incremental_hinge_products_equal_the_product_from_scratch(seed, dtype):
 @pytest.mark.parametrize("euclidean", [False, True])
 @pytest.mark.parametrize("seed", range(3))
 def test_compiled_sample_iterations_equal_twin(seed, euclidean):
-    from stochsvm.kernel import scs
+    from stochsvm.kernel import scs_iterations as scs
 
     from .twins import scs_sample_iterations_twin
 
@@ -570,8 +570,9 @@ def test_compiled_sample_iterations_equal_twin(seed, euclidean):
     q_a, q_d = np.zeros(capacity), np.zeros(capacity)
     q_d[:size] = Q @ d[:size]
     compiled_a, compiled_d = a.copy(), d.copy()
-    done, _ = scs.sample_iterations(gram, size, labels, costs, compiled_a, q_a, compiled_d,
-                                    q_d, np.zeros(capacity), np.zeros(capacity),
+    iterate = scs.Iterate(a=compiled_a, q_a=q_a, d=compiled_d, q_d=q_d,
+                          hinge=np.zeros(capacity), q_hinge=np.zeros(capacity))
+    done, _ = scs.sample_iterations(gram, size, labels, costs, iterate,
                                     np.zeros((scs.N_WORK, capacity)), settings, state,
                                     records, 0, iterations)
     twin_a, twin_d, twin_records = scs_sample_iterations_twin(
@@ -713,7 +714,7 @@ def test_bad_sampling_parameters_name_the_parameter(name, value):
 
 
 def test_widen_keeps_the_leading_block():
-    from stochsvm.kernel.scs import widen
+    from stochsvm.kernel.scs_iterations import widen
 
     rng = np.random.RandomState(0)
     buffer = np.full(30 * 30, np.nan)
@@ -741,7 +742,7 @@ def test_grown_kernel_matrix_gives_the_objective_from_scratch(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_mirror_rows_fills_the_columns_of_the_new_samples(dtype):
-    from stochsvm.kernel.scs import mirror_rows
+    from stochsvm.kernel.scs_iterations import mirror_rows
 
     rng = np.random.RandomState(0)
     X = rng.randn(150, 3)
@@ -794,3 +795,29 @@ def test_decision_values_over_a_float32_block_are_summed_in_float64():
     wide = rng.rand(40, 4000).astype(np.float32)
     np.testing.assert_allclose(block_times_coefficients(wide[:, :3000], coefficients),
                                wide[:, :3000].astype(np.float64) @ coefficients.T, rtol=1e-5)
+
+
+def test_compiled_chunks_are_bounded_in_work(monkeypatch):
+    # with the stall rule off and a huge max_iter, the iterations on a full S_k used to run
+    # in one compiled call to max_iter, deaf to Ctrl-C; every call now does at most
+    # CHUNK_WORK / |S_k|^2 iterations (Ctrl-C is handled between calls)
+    from stochsvm.kernel import scs_adaptive
+
+    calls = []
+    original = scs_adaptive.sample_iterations
+
+    def recording(gram, size, *arguments):
+        first, last = arguments[-2], arguments[-1]
+        calls.append((size, first, last))
+        return original(gram, size, *arguments)
+
+    monkeypatch.setattr(scs_adaptive, "sample_iterations", recording)
+    monkeypatch.setattr(scs_adaptive, "CHUNK_WORK", 200 * 200 * 7)
+    X, y = binary_breast_cancer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        SCSKernelSVC(max_samples=200, n_iter_no_change=None, max_iter=400,
+                     random_state=0).fit(X, y)
+    assert calls and all(last - first <= max(1, 200 * 200 * 7 // size ** 2)
+                         for size, first, last in calls)
+    assert sum(1 for size, _, _ in calls if size == 200) >= 400 // 7 // 2

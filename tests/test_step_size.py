@@ -6,7 +6,14 @@ import scipy.sparse as sp
 
 from stochsvm.linear.s3gd import S3GDClassifier
 from stochsvm.linear.scv import SCVClassifier
-from stochsvm.linear.sgd import MiniBatchSGDClassifier, _prox_steps_dense, _sparse_prox_steps
+from stochsvm.linear.proximal_steps import (
+    IterateState,
+    StepControls,
+    StepSettings,
+    prox_steps_dense,
+    prox_steps_sparse,
+)
+from stochsvm.linear.sgd import MiniBatchSGDClassifier
 from stochsvm.linear.step_size import PAPER_STEP_SIZES, select_step_size
 from stochsvm._core.losses import get_margin_loss
 
@@ -54,15 +61,17 @@ def test_compiled_steps_match_twin(loss, penalty, sparse, with_moment):
     parameter = float(margin_loss.default_parameter)
     coef = np.zeros(d)
     scalars = np.zeros(4)
-    arguments = (y, batches, scales, constants, slopes, correction, moment, 0.3, coef,
-                 np.zeros(d), scalars, np.zeros(d + 1), np.zeros(d + 1), np.zeros(d + 1),
-                 step, step * alpha, l1_ratio, True, np.iinfo(np.int64).max,
-                 margin_loss.code, parameter)
+    arguments = (y, batches, scales,
+                 StepControls(constants, slopes, correction, moment, 0.3),
+                 IterateState(coef, np.zeros(d), scalars, np.zeros(d + 1), np.zeros(d + 1),
+                              np.zeros(d + 1)),
+                 StepSettings(step, step * alpha, l1_ratio, True, np.iinfo(np.int64).max,
+                              margin_loss.code, parameter))
     if sparse:
         matrix = sp.csr_matrix(X)
-        loss_sum = _sparse_prox_steps(matrix.data, matrix.indices, matrix.indptr, *arguments)
+        loss_sum = prox_steps_sparse(matrix.data, matrix.indices, matrix.indptr, *arguments)
     else:
-        loss_sum = _prox_steps_dense(X, *arguments)
+        loss_sum = prox_steps_dense(X, *arguments)
     twin_coef, twin_intercept, twin_loss = prox_minibatch_twin(
         X, y, batches, scales, constants, slopes, correction, np.zeros(d), 0.0, step, alpha,
         l1_ratio, loss, parameter, moment if with_moment else None, 0.3)

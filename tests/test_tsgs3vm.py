@@ -9,12 +9,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from stochsvm._core.losses import get_unlabeled_loss
 from stochsvm.semi.frs3vm import FRS3VM
-from stochsvm.semi.tsgs3vm import (
-    TSGS3VM,
-    batch_schedule,
-    random_feature_scores,
-    tsgs3vm_train,
-)
+from stochsvm._core.sampling import batch_schedule
+from stochsvm.semi.triply_stochastic import random_feature_scores, tsgs3vm_train
+from stochsvm.semi.tsgs3vm import TSGS3VM
 from tests.reference_semi import random_feature_scores_reference, tsgs3vm_reference
 
 
@@ -79,7 +76,7 @@ def test_training_loop_matches_numpy_twin(loss, balance, ramp_up, labeled_batch,
 
 
 def test_batch_schedule_draws_distinct_samples_and_walks_passes():
-    from stochsvm.semi.tsgs3vm import distinct_indices
+    from stochsvm._core.sampling import distinct_indices
 
     # less than half a pass: distinct samples, no permutation of all n
     short = list(batch_schedule(np.random.RandomState(0), 5, 1000, 5, 16, 20))
@@ -328,7 +325,7 @@ def test_sklearn_contract(estimator, check):
 
 
 def test_labeled_steps_auto_resolves_from_C_and_labels():
-    from stochsvm.semi.tsgs3vm import MAXIMUM_LABELED_STEPS, resolve_labeled_steps
+    from stochsvm.semi.stochastic_schedule import MAXIMUM_LABELED_STEPS, resolve_labeled_steps
 
     assert resolve_labeled_steps("auto", 1.0, 200, 64) == 4
     assert resolve_labeled_steps("auto", 1.0, 10, 64) == 1
@@ -499,7 +496,7 @@ def test_default_keeps_the_unlabeled_term_where_it_helps():
 def test_default_with_few_labels_is_the_svc_on_the_labels():
     # below MINIMUM_CHECKED_LABELS the check cannot tell a gain from noise
     from stochsvm.datasets import make_semi_supervised
-    from stochsvm.semi.tsgs3vm import MINIMUM_CHECKED_LABELS
+    from stochsvm.semi.safe_selection import MINIMUM_CHECKED_LABELS
 
     X, y = _circles_with_a_wide_kernel(600, 0)
     y_semi = make_semi_supervised(y, n_labeled=MINIMUM_CHECKED_LABELS - 10, random_state=0)
@@ -515,7 +512,7 @@ def test_above_the_svc_cap_the_check_runs_on_a_stratified_sample_of_the_labels(m
     # more labels than an exact SVC of the check may train on: the check still runs, its SVCs
     # (folds and fallback) on MAXIMUM_CHECKED_LABELS labels drawn in the classes' proportions;
     # where the unlabeled term hurts, the model is the SVC on that sample
-    import stochsvm.semi.tsgs3vm as module
+    import stochsvm.semi.safe_selection as module
     from stochsvm.datasets import make_semi_supervised
 
     X, y = _cluster_assumption_violated(600, 0)
@@ -564,7 +561,7 @@ def test_default_same_seed_same_model(make, gamma):
     (14, 0, True), (10, 4, False), (4, 6, False),
 ])
 def test_unlabeled_term_passes_at_two_and_a_half_standard_deviations(wins, losses, kept):
-    from stochsvm.semi.tsgs3vm import unlabeled_term_passes
+    from stochsvm.semi.safe_selection import unlabeled_term_passes
 
     assert unlabeled_term_passes(wins, losses) is kept
 
@@ -574,7 +571,7 @@ def test_unlabeled_term_passes_at_two_and_a_half_standard_deviations(wins, losse
 def test_shared_pass_matches_one_model_loop(cached, dtype):
     # tsgs3vm_train_shared trains every model as tsgs3vm_train would, on its own labels,
     # from the same unlabeled batches and feature blocks (after one draw of its generator)
-    from stochsvm.semi.tsgs3vm import tsgs3vm_train_shared
+    from stochsvm.semi.triply_stochastic import tsgs3vm_train_shared
 
     rng = np.random.RandomState(3)
     X_labeled = rng.normal(size=(12, 3))
@@ -639,7 +636,7 @@ def test_safe_folds_must_be_at_least_two():
 
 
 def test_supervised_fallback_is_the_svc_on_the_labels():
-    from stochsvm.semi.tsgs3vm import supervised_state
+    from stochsvm.semi.safe_selection import supervised_state
 
     X, y = _cluster_assumption_violated(300, 0)
     y_signed = np.where(y == 1, 1.0, -1.0)

@@ -11,9 +11,9 @@ from stochsvm._core.kernels import kernel_block
 from stochsvm.semi.tsvm import (
     CCCPTSVM,
     SelfLabelingTSVM,
-    _box_qp_coordinate_descent,
-    _fit_weighted_svc,
     balanced_labeling_loss,
+    box_qp_coordinate_descent,
+    fit_weighted_svc,
     ramp_pair_loss,
     solve_box_qp,
     switching_pairs,
@@ -135,7 +135,7 @@ def test_weighted_svc_coefficients_reproduce_its_decision_function():
     costs = np.linspace(0.1, 2.0, len(y))
     costs[:5] = 0.0
     gram = kernel_block(X, X, "rbf", 1.0)
-    coef, intercept = _fit_weighted_svc(gram, labels, costs, 1e-8)
+    coef, intercept = fit_weighted_svc(gram, labels, costs, 1e-8)
     keep = costs > 0
     svc = SVC(C=1.0, kernel="precomputed", tol=1e-8).fit(gram[np.ix_(keep, keep)],
                                                         labels[keep], sample_weight=costs[keep])
@@ -213,7 +213,7 @@ def test_box_qp_loop_equals_numpy_twin():
     for n_epochs in (1, 5, 300):
         a = start.copy()
         gradient = quadratic @ a - linear
-        done = _box_qp_coordinate_descent(quadratic, upper, a, gradient, -1.0, n_epochs)
+        done = box_qp_coordinate_descent(quadratic, upper, a, gradient, -1.0, n_epochs)
         assert done == n_epochs
         np.testing.assert_allclose(a, box_qp_coordinate_descent_twin(quadratic, linear, upper,
                                                                      start, n_epochs),

@@ -216,9 +216,9 @@ def prox_minibatch_twin(X, y, batches, scales, control_constants, control_slopes
                         loss_parameter=None, moment=None, moment_scale=0.0,
                         fit_intercept=True, average_start=None, steps_done=0,
                         return_state=False):
-    """Plain NumPy transcription of ``_prox_steps_dense``: for each batch, the averaged
-    controlled gradient plus the correction (plus ``moment_scale * moment @ (w, b)``), then
-    the elastic-net prox of every coordinate. Returns ``(coef, intercept, loss_sum)``.
+    """Plain NumPy transcription of ``stochsvm.linear.proximal_steps.prox_steps_dense``: for
+    each batch, the averaged controlled gradient plus the correction (plus
+    ``moment_scale * moment @ (w, b)``), then the elastic-net prox of every coordinate. Returns ``(coef, intercept, loss_sum)``.
 
     With ``return_state`` returns a dict that also holds the running sums of the averaged
     iterates: step ``steps_done + t`` (``t = 1, 2, ...``) is added to ``coef_sum`` and

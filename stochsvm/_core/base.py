@@ -18,12 +18,16 @@
   ``classes_[1]`` positive for two classes, one per class otherwise.
   :meth:`BaseClassifier._solve_problems` runs the binary problems, in parallel processes when
   ``n_jobs`` asks for it (joblib), each with its own seed drawn from ``random_state`` by
-  :func:`problem_seeds`, so the model does not depend on ``n_jobs``.
+  :func:`stochsvm._core.sampling.problem_seeds`, so the model does not depend on ``n_jobs``.
 * **History.** ``history_`` is one flat list of records (dicts of numbers), each with a
   ``"problem"`` key, the index of its binary problem (0 for two classes).
 * **Fitted state** is declared per class in ``_fitted_fields`` (see
   :mod:`stochsvm._core.state`): model files save exactly these attributes and check every one
   of them on load.
+* **Dask input.** The core never imports :mod:`stochsvm.distributed`: that package registers
+  its ``fit``, ``blockwise`` and ``score`` with :func:`register_distributed_backend` when it
+  is imported (``import stochsvm`` imports it; it imports dask only when given a dask
+  collection). Each estimator class names its distributed form in ``_distributed_training``.
 """
 
 from __future__ import annotations
@@ -35,14 +39,41 @@ from numbers import Integral
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .state import ArrayField, IntField, RecordsField, merged_fields
 
-__all__ = ["BaseClassifier", "dask_fit", "dask_input", "fit_context", "problem_seeds"]
+__all__ = ["BaseClassifier", "dask_fit", "dask_input", "fit_context",
+           "register_distributed_backend"]
 
-_SEED_BOUND = np.iinfo(np.int32).max
+#: the distributed forms of ``fit``, ``predict``-like methods and ``score``, registered by
+#: :mod:`stochsvm.distributed` (see :func:`register_distributed_backend`)
+_DISTRIBUTED_BACKEND = {}
+
+
+def register_distributed_backend(fit, blockwise, score):
+    """Register the functions that train on and score dask input.
+
+    Parameters
+    ----------
+    fit : callable
+        ``fit(estimator, X, *args, **kwargs)``: the estimator's distributed training form.
+    blockwise : callable
+        ``blockwise(estimator, method, X)``: a prediction method applied block by block,
+        returning a lazy dask array.
+    score : callable
+        ``score(estimator, X, y, sample_weight)``: mean accuracy computed blockwise.
+    """
+    _DISTRIBUTED_BACKEND.update(fit=fit, blockwise=blockwise, score=score)
+
+
+def _distributed(name):
+    """The registered distributed function ``name``; a clear error when none is."""
+    try:
+        return _DISTRIBUTED_BACKEND[name]
+    except KeyError:
+        raise TypeError("dask input needs stochsvm.distributed, which registers itself when "
+                        "the stochsvm package is imported; import stochsvm first.") from None
 
 
 def fit_context(method):
@@ -83,10 +114,8 @@ def dask_input(method):
     @functools.wraps(method)
     def wrapper(self, X, *args, **kwargs):
         if _is_dask_collection(X):
-            from ..distributed import blockwise
-
             self._check_fitted()
-            return blockwise(self, method.__name__, X)
+            return _distributed("blockwise")(self, method.__name__, X)
         return method(self, X, *args, **kwargs)
 
     return wrapper
@@ -112,20 +141,6 @@ def _solve_recording_warnings(solve, args):
         warnings.simplefilter("always")
         result = solve(*args)
     return result, [(str(item.message), item.category) for item in caught]
-
-
-def problem_seeds(random_state, n_problems):
-    """One integer seed per binary problem, drawn from ``random_state``.
-
-    For a single problem the seed list is ``[None]`` and the caller uses the generator
-    itself, so that two-class models are exactly what they were before one-vs-rest was
-    parallel; for several problems each gets an independent seed.
-    """
-    random_state = check_random_state(random_state)
-    if n_problems == 1:
-        return random_state, [None]
-    return random_state, [int(seed) for seed in random_state.randint(_SEED_BOUND,
-                                                                     size=n_problems)]
 
 
 class BaseClassifier(ClassifierMixin, BaseEstimator):
@@ -240,28 +255,28 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         float
         """
         if _is_dask_collection(X):
-            from ..distributed import score
-
             self._check_fitted()
-            return score(self, X, y, sample_weight)
+            return _distributed("score")(self, X, y, sample_weight)
         return super().score(X, y, sample_weight=sample_weight)
 
     def _check_fitted(self):
         check_is_fitted(self, "classes_")
 
     #: the distributed form of ``fit`` for dask input, a key of
-    #: ``stochsvm.distributed.TRAINERS`` (``None``: dask input is refused with
-    #: ``_dask_refusal``)
+    #: ``stochsvm.distributed.TRAINERS``, which is read off this attribute of the classes
+    #: (``None``: dask input is refused with ``_dask_refusal``)
     _distributed_training = None
+    #: the registry entry of a solver (:mod:`stochsvm.registry` reads it off the class): the
+    #: paper it implements and its short names; ``None`` for a class that is not a solver
+    _paper = None
+    _aliases = ()
     _dask_refusal = ("{name} has no distributed training form; fit it on a sample that fits "
                      "in memory (for example X[:n].compute()), or use an estimator listed in "
                      "stochsvm.distributed.TRAINERS.")
 
     def _fit_dask(self, X, *args, **kwargs):
         """Train on dask input (see :mod:`stochsvm.distributed`)."""
-        from ..distributed import fit as distributed_fit
-
-        return distributed_fit(self, X, *args, **kwargs)
+        return _distributed("fit")(self, X, *args, **kwargs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -8,6 +8,9 @@ never see any of this.
 A record is a plain ``dict`` with at least ``iteration`` (chunks done), ``samples_seen`` and
 ``seconds`` (wall time since ``fit`` began), plus solver-specific keys such as
 ``objective`` or ``vi_gap``.
+
+Output selection: :func:`sparsest_accepted` picks, among candidate outputs of an l1 fit, the
+sparsest whose objective stays within a limit.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 
 import numpy as np
 
-__all__ = ["TrainingMonitor"]
+__all__ = ["TrainingMonitor", "sparsest_accepted"]
 
 
 class TrainingMonitor:
@@ -125,3 +128,15 @@ class TrainingMonitor:
                 self.stopped_by = self.stopped_by or "tol"
                 stop = True
         return stop
+
+
+def sparsest_accepted(coef, candidates, objectives, limit):
+    """The sparsest of ``candidates`` (``[(coef, intercept), ...]``) whose objective is at most
+    ``limit``; ``coef`` itself when none is. The output selection of the l1 linear solvers,
+    in memory and on Dask (``_sparsest_within`` of
+    :class:`stochsvm.linear._base.BaseStochasticLinearClassifier`)."""
+    accepted = [candidate for (candidate, _), value in zip(candidates, objectives)
+                if value <= limit]
+    if not accepted:
+        return coef
+    return min(accepted, key=np.count_nonzero)

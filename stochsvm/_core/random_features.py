@@ -35,6 +35,7 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .kernels import check_machine_memory, resolve_gamma
 from .state import ArrayField, FloatField, IntField, merged_fields
 from .validation import check_choice, check_positive, check_positive_int
 
@@ -332,13 +333,18 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
         n_components = check_positive_int(self.n_components, "n_components")
         if isinstance(self.gamma, str):
-            from .kernels import resolve_gamma
-
             if self.gamma != "scale":
                 raise ValueError(f"gamma={self.gamma!r} is not valid; use 'scale' or a float > 0.")
             self._gamma = resolve_gamma(None, X)
         else:
             self._gamma = check_positive(self.gamma, "gamma")
+        # the frequencies (d x m) and the features of one sample: refused before NumPy's
+        # allocator is asked for more than the machine has
+        check_machine_memory(
+            float(X.dtype.itemsize) * (X.shape[1] + 2) * n_components,
+            f"RandomFourierFeatures(n_components={self.n_components!r}): the {X.shape[1]} x "
+            f"{n_components} random frequencies",
+            "Lower n_components.")
         self.seed_ = draw_seed(self.random_state)
         self.random_weights_, self.random_offset_ = feature_block(
             self.seed_, 0, X.shape[1], n_components, self._gamma, self.kernel, X.dtype)
@@ -350,6 +356,11 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         check_is_fitted(self, "random_weights_")
         X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32),
                           reset=False)
+        check_machine_memory(
+            float(X.dtype.itemsize) * X.shape[0] * self._n_features_out,
+            f"RandomFourierFeatures.transform: the {X.shape[0]} x {self._n_features_out} "
+            "features",
+            "Transform the samples in smaller batches, or lower n_components.")
         omega = self.random_weights_.astype(X.dtype, copy=False)
         offset = self.random_offset_.astype(X.dtype, copy=False)
         return transform_block(X, omega, offset)

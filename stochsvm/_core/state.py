@@ -109,7 +109,9 @@ class ArrayField(_Field):
             return
         if not isinstance(value, np.ndarray):
             _fail(name, f"expected an array, found {type(value).__name__}")
-        if value.dtype.kind not in _KINDS[self.kind] or value.dtype.hasobject:
+        strings = (self.kind == "str" and value.dtype.hasobject
+                   and all(isinstance(item, str) for item in value.ravel()))
+        if not strings and (value.dtype.kind not in _KINDS[self.kind] or value.dtype.hasobject):
             _fail(name, f"dtype {value.dtype} is not a {self.kind} dtype")
         _bind(self.shape, value.shape, name, symbols)
         self._check_values(value, name)
@@ -228,10 +230,16 @@ class RecordsField(_Field):
 
 @dataclass(frozen=True)
 class DictField(_Field):
-    """A dict with the given keys (``fields``: ``{key: field}``); no other key is allowed."""
+    """A dict with the given keys (``fields``: ``{key: field}``); no other key is allowed.
+
+    ``rules`` are functions of the checked dict that return a message when its entries
+    disagree with one another in a way shapes cannot say (a count that must be a product of
+    two others), else ``None``.
+    """
 
     fields: dict = field(default_factory=dict)
     optional: bool = False
+    rules: tuple = ()
 
     def check(self, value, name, symbols):
         if not isinstance(value, dict):
@@ -246,6 +254,10 @@ class DictField(_Field):
                     _fail(name, f"missing key {key!r}")
                 continue
             spec.check(value[key], f"{name}[{key!r}]", local)
+        for rule in self.rules:
+            message = rule(value)
+            if message:
+                _fail(name, message)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,11 @@
 * :mod:`stochsvm.bench.figures` -- the standard figures (matplotlib imported lazily);
 * :mod:`stochsvm.bench.compare` -- registered solvers vs scikit-learn peers on one dataset
   (``stochsvm bench``);
+* :mod:`stochsvm.bench.optima` -- exact optima of the l1- and l2-regularized hinge problems
+  (a HiGHS linear program; dual coordinate descent / SMO certified by the duality gap), the
+  references the benchmarks and tests measure solvers against;
+  :mod:`stochsvm.bench.hinge_problem` holds their exact objective, dual certificates and
+  optimal intercept;
 * ``stochsvm.bench.<paper>`` (``sadmm``, ``s3gd``, ``scs``, ``tsgs3vm``) -- each exposes
   ``run(quick: bool, out_dir) -> dict``, which ``stochsvm reproduce <paper>`` and
   ``benchmarks/<paper>_paper.py`` call; :mod:`stochsvm.bench.sadmm_report` holds the SADMM

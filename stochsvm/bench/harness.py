@@ -51,8 +51,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Dataset", "Method", "STATUSES", "TimeLimit", "configuration", "elapsed_log",
-           "fit_one", "format_spread", "history_records", "jsonable",
+__all__ = ["Dataset", "MemoryProbe", "Method", "STATUSES", "TimeLimit", "configuration",
+           "elapsed_log", "fit_one", "fork_available", "format_spread", "history_records", "jsonable",
            "machine_description", "replace_marked_block", "run_grid", "run_tasks",
            "scale_gamma", "script_main", "spread", "summarize", "warm_up", "write_csv",
            "write_report", "write_tables"]
@@ -123,7 +123,7 @@ def _max_rss_bytes():
     return value if platform.system() == "Darwin" else value * 1024
 
 
-class _MemoryProbe:
+class MemoryProbe:
     """Peak resident memory added by the code run between construction and :meth:`read`."""
 
     def __init__(self):
@@ -174,7 +174,7 @@ def _call(function, arguments, threads):
 
 
 def _worker(connection, function, arguments, threads, memory_limit):
-    probe = _MemoryProbe()
+    probe = MemoryProbe()
     try:
         enforced = None if memory_limit is None else _limit_address_space(memory_limit)
         result = _call(function, arguments, threads)
@@ -190,7 +190,8 @@ def _worker(connection, function, arguments, threads, memory_limit):
         connection.close()
 
 
-def _fork_available():
+def fork_available():
+    """True where worker processes can be forked (each run then gets a fresh process)."""
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -211,7 +212,7 @@ def run_tasks(tasks, workers=1, log=None, threads=1, memory_limit=None, measure_
         with ``"out_of_memory": True`` for a ``MemoryError``.
     """
     log = log or (lambda message: None)
-    if in_process or not _fork_available():
+    if in_process or not fork_available():
         return _run_tasks_in_process(tasks, log, threads, measure_memory, memory_limit)
     context = multiprocessing.get_context("fork")
     pending, running, results = list(tasks), {}, {}
@@ -268,7 +269,7 @@ def _run_tasks_in_process(tasks, log, threads, measure_memory, memory_limit=None
     results = {}
     for done, (key, function, arguments, kill_after) in enumerate(tasks, start=1):
         started = time.perf_counter()
-        probe = _MemoryProbe() if measure_memory else None
+        probe = MemoryProbe() if measure_memory else None
         try:
             payload = _call(function, arguments, threads)
         except MemoryError:
@@ -363,7 +364,7 @@ def fit_one(method, dataset, seed, time_limit=None, record_history=True, compute
 
 #: labeled samples per class in a warm-up fit of a semi-supervised model: TSGS3VM's default
 #: supervised check, and so its compiled S3VM pass, needs at least 50 labels
-#: (``stochsvm.semi.tsgs3vm.MINIMUM_CHECKED_LABELS``)
+#: (``stochsvm.semi.safe_selection.MINIMUM_CHECKED_LABELS``)
 WARM_UP_LABELED_PER_CLASS = 60
 
 
@@ -457,7 +458,7 @@ def run_grid(methods, datasets, seeds, time_limit=None, grace=2.0, memory_limit=
                       **{k: v for k, v in result.items() if k not in ("error", "out_of_memory")}}
         else:
             record = result
-            if (in_process or not _fork_available()) and kill_after is not None and (
+            if (in_process or not fork_available()) and kill_after is not None and (
                     record.get("fit_seconds", 0.0) > kill_after):
                 record["status"] = "timed_out"
         records.append(record)

@@ -24,7 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-__all__ = ["load_libsvm", "load_libsvm_files", "MAX_FEATURES"]
+__all__ = ["load_libsvm", "load_libsvm_files", "MAX_FEATURES", "check_count",
+           "first_invalid_line", "read_raw_file", "too_wide_message"]
 
 #: Default bound on the number of features of a LIBSVM file (2**26, 512 MiB per dense float64
 #: weight vector); every public LIBSVM dataset is narrower (kdd2012: 54,686,452 features).
@@ -111,20 +112,20 @@ def load_libsvm_files(paths, n_features=None, dtype=np.float64, zero_based="auto
     if zero_based not in (True, False, "auto"):
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     paths = [os.fspath(path) for path in paths]
-    raw = [_read_raw(path, dtype) for path in paths]  # indices as written (zero-based)
+    raw = [read_raw_file(path, dtype) for path in paths]  # indices as written (zero-based)
     if zero_based == "auto":
         zero_based = any(X.nnz and X.indices.min() == 0 for X, _ in raw)
     if not zero_based:
         for path, (X, _) in zip(paths, raw):
             if X.nnz and X.indices.min() == 0:
-                line, _ = _diagnose(path, one_based=True)
+                line, _ = first_invalid_line(path, one_based=True)
                 raise ValueError(
                     f"{path}{_at(line)}: feature index 0 in a file read as one-based (LIBSVM "
                     f"counts features from 1); read it as zero-based")
     offset = 0 if zero_based else 1
     widest = max((int(X.indices.max()) + 1 - offset for X, _ in raw if X.nnz), default=0)
     if n_features is not None:
-        n_features = _check_count(n_features, "n_features")
+        n_features = check_count(n_features, "n_features")
         if widest > n_features:
             _refuse_width(paths, raw, n_features + offset,
                           f"is beyond n_features={n_features}, the width the data must fit in "
@@ -132,11 +133,11 @@ def load_libsvm_files(paths, n_features=None, dtype=np.float64, zero_based="auto
         width = n_features
     else:
         if max_features is not None:
-            max_features = _check_count(max_features, "max_features")
+            max_features = check_count(max_features, "max_features")
             if widest > max_features:
                 rows = sum(X.shape[0] for X, _ in raw)
                 _refuse_width(paths, raw, max_features + offset,
-                              _too_wide(widest, rows, max_features))
+                              too_wide_message(widest, rows, max_features))
         width = widest
     pairs = []
     for X, y in raw:
@@ -144,11 +145,21 @@ def load_libsvm_files(paths, n_features=None, dtype=np.float64, zero_based="auto
             X.indices -= offset  # X is this function's own copy
         if X.shape[1] != width:
             X.resize((X.shape[0], width))
-        pairs.append((X, y))
+        pairs.append((_with_32_bit_indices(X), y))
     return (pairs, bool(zero_based)) if return_zero_based else pairs
 
 
-def _check_count(value, name):
+def _with_32_bit_indices(X):
+    """``X`` with int32 indices and row pointers where they fit (as SciPy's own constructors
+    choose): scikit-learn's liblinear and libsvm estimators accept no others."""
+    if X.nnz < 2 ** 31 and max(X.shape) < 2 ** 31:
+        X.indices = X.indices.astype(np.int32, copy=False)
+        X.indptr = X.indptr.astype(np.int32, copy=False)
+    return X
+
+
+def check_count(value, name):
+    """``value`` as an int when it is a positive integer; else ``ValueError`` naming ``name``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
             or value < 1:
         raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
@@ -166,7 +177,9 @@ def _size(n_bytes):
         n_bytes /= 1024
 
 
-def _too_wide(width, rows, max_features):
+def too_wide_message(width, rows, max_features):
+    """The end of the message refusing data ``width`` features wide: what it would cost, and
+    the way out."""
     return (f"gives the data {width:,} features: one dense weight vector of that "
             f"width needs {_size(8.0 * width)} (8 bytes per feature and class) and the "
             f"{rows:,} samples as a dense matrix {_size(8.0 * width * rows)}, more than "
@@ -190,7 +203,7 @@ def _open(path):
     return _OPENERS.get(os.path.splitext(path)[1], open)(path, "rb")
 
 
-def _read_raw(path, dtype):
+def read_raw_file(path, dtype):
     """``(X, y)`` with the indices as written (scikit-learn's parser, ``zero_based=True``)."""
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a folder, not a LIBSVM file")
@@ -210,7 +223,7 @@ def _read_raw(path, dtype):
             f"(8 bytes per feature and class), and the reader takes indices below 2**31. "
             f"Renumber the features (LIBSVM indices count from 1 without gaps)") from None
     except ValueError as error:
-        line, reason = _diagnose(path)
+        line, reason = first_invalid_line(path)
         if reason is None:
             reason = f"malformed LIBSVM data ({_first_line(error)})"
         raise ValueError(f"{path}{_at(line)}: {reason}") from None
@@ -222,7 +235,7 @@ def _read_raw(path, dtype):
     X = sp.csr_matrix(X)
     y = np.asarray(y)
     if not np.isfinite(y).all() or not np.isfinite(X.data).all():
-        line, reason = _diagnose(path)
+        line, reason = first_invalid_line(path)
         raise ValueError(f"{path}{_at(line)}: {reason or 'a label or value is not finite'}")
     return X, y
 
@@ -236,7 +249,7 @@ def _show(token):
     return token.decode("utf-8", "backslashreplace")
 
 
-def _diagnose(path, one_based=False):
+def first_invalid_line(path, one_based=False):
     """``(line number, reason)`` of the first line of ``path`` that is not valid LIBSVM data,
     else ``(None, None)``.
 

@@ -8,13 +8,14 @@ cached file against that record (and against ``sha256`` whenever the entry has o
 
 import hashlib
 import os
-import shutil
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 _LIBSVM = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/"
+# bytes read from the server per progress update
+_CHUNK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def _verify(entry, path):
     return path
 
 
-def fetch(name, data_home=None, registry=None, timeout=60):
+def fetch(name, data_home=None, registry=None, timeout=60, progress=None):
     """Download dataset ``name`` once into the cache and return its local path.
 
     Parameters
@@ -104,6 +105,13 @@ def fetch(name, data_home=None, registry=None, timeout=60):
         Cache directory (see :func:`get_data_home`).
     registry : dict, optional
         Alternative ``{name: DatasetEntry}`` (tests point entries at local URLs).
+    timeout : float, default=60
+        Seconds to wait for the server.
+    progress : callable, optional
+        Called as ``progress(received, total)`` after every chunk of the download, with the
+        bytes received so far and the expected size (the server's ``Content-Length``, else
+        the entry's approximate ``size``, else ``None``); the command line draws a bar of
+        bytes, rate and time left with it.
 
     Raises
     ------
@@ -129,7 +137,14 @@ def fetch(name, data_home=None, registry=None, timeout=60):
     try:
         with urllib.request.urlopen(entry.url, timeout=timeout) as response, \
                 open(partial, "wb") as handle:
-            shutil.copyfileobj(response, handle)
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else entry.size
+            received = 0
+            for chunk in iter(lambda: response.read(_CHUNK_BYTES), b""):
+                handle.write(chunk)
+                received += len(chunk)
+                if progress is not None:
+                    progress(received, total)
     except (urllib.error.URLError, OSError) as error:
         if partial.exists():
             partial.unlink()

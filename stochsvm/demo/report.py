@@ -1,7 +1,7 @@
 """What the default demo prints and draws: one table with its footnotes, a few lines on where
 the package wins and loses, and the figure (test accuracy against seconds, one panel per task).
 
-Every function takes the rows of :func:`stochsvm.demo.scale.run_comparisons` (dicts with
+Every function takes the rows of :func:`stochsvm.demo.comparisons.run_comparisons` (dicts with
 ``task``, ``model``, ``origin``, ``status``, ``accuracy``, ``seconds``, ``memory_bytes`` and
 optionally ``converged``, ``nonzero_coefficients``, ``error``).
 """

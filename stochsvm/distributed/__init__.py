@@ -42,16 +42,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.base import register_distributed_backend
+from ..registry import SOLVERS
+from .blocks import as_row_blocks, is_dask_collection
+
 __all__ = ["TRAINERS", "blockwise", "fit", "is_dask_collection", "score"]
 
+
+
+def _read_trainers(solvers):
+    """Distributed form -> the names of the registered solvers whose class names it in
+    ``_distributed_training``, in the registry's order."""
+    forms = {}
+    for entry in solvers.values():
+        form = entry.load()._distributed_training
+        if form is not None:
+            forms.setdefault(form, []).append(entry.name)
+    return {form: tuple(names) for form, names in forms.items()}
+
+
 #: distributed form -> the estimators (class names) that train on dask input with it
-TRAINERS = {
-    "model_averaging": ("SADMMClassifier", "RDAClassifier", "ComidClassifier",
-                        "PegasosClassifier", "MiniBatchSGDClassifier", "ProxSVRGClassifier",
-                        "S3GDClassifier", "StratifiedSGDClassifier", "SCVClassifier"),
-    "triply_stochastic": ("TSGS3VM", "FRS3VM"),
-    "sampled_rows": ("SCSKernelSVC",),
-}
+TRAINERS = _read_trainers(SOLVERS)
 
 
 def fit(estimator, X, *args, **kwargs):
@@ -80,29 +91,6 @@ def fit(estimator, X, *args, **kwargs):
     raise ValueError(f"unknown distributed form {form!r}")  # pragma: no cover
 
 
-def is_dask_collection(data):
-    """True for a dask array, DataFrame or Series (without importing dask)."""
-    return hasattr(data, "__dask_graph__") and hasattr(data, "__dask_keys__")
-
-
-def _as_row_blocks(X):
-    """``X`` as a dask array chunked by rows only (the features of a row in one block)."""
-    import dask.array as da
-
-    if not isinstance(X, da.Array):
-        if hasattr(X, "to_dask_array"):  # a dask DataFrame: row lengths are computed once
-            X = X.to_dask_array(lengths=True)
-        else:
-            raise TypeError(f"unsupported dask collection {type(X).__name__}; pass a dask "
-                            "array or a dask DataFrame")
-    if X.ndim != 2:
-        raise ValueError(f"Expected a 2-D dask array of shape (n_samples, n_features), got "
-                         f"{X.ndim} dimension(s).")
-    if len(X.chunks[1]) > 1:
-        X = X.rechunk({1: -1})
-    return X
-
-
 def _score_block(block, estimator, method):
     return np.asarray(getattr(estimator, method)(block))
 
@@ -122,7 +110,7 @@ def blockwise(estimator, method, X):
         Of shape (n_samples,) for ``predict`` and for the decision values of two classes,
         (n_samples, n_classes) otherwise; chunked like the rows of ``X``.
     """
-    X = _as_row_blocks(X)
+    X = as_row_blocks(X)
     n_features = getattr(estimator, "n_features_in_", None)
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
@@ -152,3 +140,6 @@ def score(estimator, X, y, sample_weight=None):
     weights = da.asarray(sample_weight).rechunk((predictions.chunks[0],))
     total, weight = da.compute((correct * weights).sum(), weights.sum())
     return float(total / weight)
+
+
+register_distributed_backend(fit=fit, blockwise=blockwise, score=score)

@@ -22,7 +22,13 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
-from ..datasets.libsvm import MAX_FEATURES, _check_count, _diagnose, _read_raw, _too_wide
+from ..datasets.libsvm import (
+    MAX_FEATURES,
+    check_count,
+    first_invalid_line,
+    read_raw_file,
+    too_wide_message,
+)
 
 __all__ = ["expand_paths", "read_libsvm_files"]
 
@@ -128,7 +134,7 @@ def read_libsvm_files(sources, n_features=None, zero_based="auto", max_features=
     if zero_based not in (True, False, "auto"):
         raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
     paths = expand_paths(sources)
-    parsed = dask.persist(*[dask.delayed(_read_raw, pure=True)(path, dtype) for path in paths])
+    parsed = dask.persist(*[dask.delayed(read_raw_file, pure=True)(path, dtype) for path in paths])
     summaries = dask.compute(*[dask.delayed(_summary, pure=True)(raw) for raw in parsed])
     for path, (rows, _, _) in zip(paths, summaries):
         if rows == 0:
@@ -138,7 +144,7 @@ def read_libsvm_files(sources, n_features=None, zero_based="auto", max_features=
         zero_based = any(holds_zero)
     if not zero_based and any(holds_zero):
         path = paths[holds_zero.index(True)]
-        line, _ = dask.compute(dask.delayed(_diagnose)(path, one_based=True))[0]
+        line, _ = dask.compute(dask.delayed(first_invalid_line)(path, one_based=True))[0]
         where = f", line {line}" if line else ""
         raise ValueError(f"{path}{where}: feature index 0 in a file read as one-based (LIBSVM "
                          f"counts features from 1); read it as zero-based")
@@ -147,16 +153,16 @@ def read_libsvm_files(sources, n_features=None, zero_based="auto", max_features=
     widest = max(widths + [0])
     rows_total = sum(rows for rows, _, _ in summaries)
     if n_features is not None:
-        width = _check_count(n_features, "n_features")
+        width = check_count(n_features, "n_features")
         if widest > width:
             path = paths[int(np.argmax(widths))]
             raise ValueError(f"{path}: feature index {widest - 1 + offset:,} is beyond "
                              f"n_features={width}, the width the data must fit in")
     else:
-        if max_features is not None and widest > _check_count(max_features, "max_features"):
+        if max_features is not None and widest > check_count(max_features, "max_features"):
             path = paths[int(np.argmax(widths))]
             raise ValueError(f"{path}: feature index {widest - 1 + offset:,} "
-                             f"{_too_wide(widest, rows_total, max_features)}")
+                             f"{too_wide_message(widest, rows_total, max_features)}")
         width = widest
     X_blocks, y_blocks = [], []
     meta = sp.csr_matrix((0, width), dtype=dtype)

@@ -25,11 +25,11 @@ The fit is
 
 1. one distributed pass that validates every row block where it lives (finite values, labels
    and weights aligned, valid weights) and counts the labels
-   (:func:`~stochsvm.distributed._data.training_blocks`): ``classes_`` and the one-vs-rest
+   (:func:`~stochsvm.distributed.blocks.training_blocks`): ``classes_`` and the one-vs-rest
    problems as in memory. With a ``dask.distributed`` client the blocks are then persisted on
    the workers for the rounds of the fit;
 2. for ``gamma="scale"``, one pass for the per-block moments of ``X``
-   (:func:`~stochsvm.distributed.semi.block_moments`), combined on the client into
+   (:func:`~stochsvm.distributed.blocks.block_moments`), combined on the client into
    :math:`\operatorname{Var}(X)` (Chan et al.'s pairwise formula);
 3. per binary problem (one after another; ``n_jobs`` does not apply), one round for
    :math:`S_0` and one round per new :math:`T_k`. A round sends each block that holds
@@ -73,12 +73,23 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import FLOAT_DTYPES
 
-from .._core.base import problem_seeds
 from .._core.kernels import resolve_gamma
+from .._core.sampling import problem_seeds
 from .._core.validation import check_at_least_two_classes
-from ._data import cluster_memory, compute, training_blocks
-from .semi import (PERSISTED_MEMORY_SHARE, Transfers, _block_array, _client, _nbytes, _stack,
-                   _variance, block_moments)
+from ..kernel._base import check_margin_weight
+from .blocks import (
+    PERSISTED_MEMORY_SHARE,
+    Transfers,
+    active_client,
+    block_array,
+    block_moments,
+    cluster_memory,
+    combined_variance,
+    compute,
+    nbytes,
+    stack_rows,
+    training_blocks,
+)
 
 __all__ = ["SampledRows", "fit_sampled_rows"]
 
@@ -90,7 +101,7 @@ def _rows_at(X, y, weights, positions):
     The block was validated by the first pass: only the selected rows are converted, as
     the in-memory fit converts ``X`` (float32/float64, C-ordered, canonical CSR)."""
     if sp.issparse(X):
-        rows = _block_array(sp.csr_matrix(X)[positions])
+        rows = block_array(sp.csr_matrix(X)[positions])
     else:
         rows = np.asarray(X)[positions]
         if rows.dtype not in FLOAT_DTYPES:
@@ -130,7 +141,7 @@ class SampledRows:
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.shape = (int(self._offsets[-1]), int(n_features))
         self._transfers = transfers
-        self._client = _client()
+        self._client = active_client()
         self._pending = None
         self._positive = None
         self._kept = []
@@ -164,12 +175,12 @@ class SampledRows:
         parts = self._client.gather(tasks) if kind == "futures" else list(compute(*tasks))
         sparse = any(sp.issparse(rows) for rows, _, _ in parts)
         dtype = np.result_type(*[rows.dtype for rows, _, _ in parts])
-        rows = _stack([rows for rows, _, _ in parts], self.shape[1], dtype, sparse)
+        rows = stack_rows([rows for rows, _, _ in parts], self.shape[1], dtype, sparse)
         labels = np.concatenate([labels for _, labels, _ in parts])
         weights = None
         if parts[0][2] is not None:
             weights = np.concatenate([weights for _, _, weights in parts])
-        moved = sent + _nbytes(rows) + labels.nbytes + (0 if weights is None else weights.nbytes)
+        moved = sent + nbytes(rows) + labels.nbytes + (0 if weights is None else weights.nbytes)
         self._transfers.add(n_rows, moved)
         return rows, labels, weights
 
@@ -231,7 +242,7 @@ def _gamma(estimator, X_blocks, n_features, transfers):
         moments = compute(*[dask.delayed(_block_moments, pure=True)(block)
                             for block in X_blocks])
         transfers.add(0, 0)
-        variance = _variance(list(moments))
+        variance = combined_variance(list(moments))
         return 1.0 / (n_features * variance) if variance > 0 else 1.0
     if isinstance(gamma, str):  # "auto"
         return 1.0 / n_features
@@ -239,7 +250,7 @@ def _gamma(estimator, X_blocks, n_features, transfers):
 
 
 def _block_moments(X):
-    return block_moments(_block_array(X))
+    return block_moments(block_array(X))
 
 
 def fit_sampled_rows(estimator, X, y, sample_weight=None):
@@ -269,7 +280,7 @@ def fit_sampled_rows(estimator, X, y, sample_weight=None):
     blocks = training_blocks(X, y, sample_weight)
     classes = blocks.labels
     check_at_least_two_classes(classes)
-    client = _client()
+    client = active_client()
     X_blocks, y_blocks, weight_blocks = blocks.X, blocks.y, blocks.weights
     memory = cluster_memory()
     data_bytes = 8.0 * blocks.n_samples * (blocks.n_features + 2)
@@ -287,9 +298,10 @@ def fit_sampled_rows(estimator, X, y, sample_weight=None):
     estimator.n_features_in_ = n_features
     estimator.classes_ = classes
     estimator._C = float(estimator.C)
+    check_margin_weight(estimator._C, [blocks.weight_total])
     estimator._resolve_kernel_from(n_samples, _gamma(estimator, X_blocks, n_features,
                                                      transfers))
-    estimator._resolve_parameters(n_samples)
+    settings = estimator._resolve_parameters(n_samples)
 
     source = SampledRows(X_blocks, y_blocks, weight_blocks, blocks.sizes, n_features,
                          transfers)
@@ -299,8 +311,8 @@ def fit_sampled_rows(estimator, X, y, sample_weight=None):
     for index, (positive, seed) in enumerate(zip(positives, seeds)):
         rng = random_state if seed is None else np.random.RandomState(seed)
         source.start_problem(positive)
-        coefficients, history, n_iter, extra = estimator._fit_binary(source, None, None, rng,
-                                                                     index)
+        coefficients, history, n_iter, extra = estimator._fit_binary(settings, source, None,
+                                                                     None, rng, index)
         nonzero = np.flatnonzero(coefficients)
         supports.append((nonzero, coefficients[nonzero], source.rows_of(nonzero)))
         del coefficients

@@ -54,20 +54,17 @@ import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import FLOAT_DTYPES
 
-from .._core.monitor import TrainingMonitor
+from .._core.monitor import TrainingMonitor, sparsest_accepted
+from .._core.sampling import SEED_BOUND
 from .._core.validation import check_at_least_two_classes, check_class_weight_dict
-from ..linear._base import sparsest_accepted
-from ._data import cluster_memory, compute, training_blocks
+from .blocks import active_client, cluster_memory, compute, nbytes, training_blocks
 
 __all__ = ["fit_model_averaging"]
-
-_SEED_BOUND = np.iinfo(np.int32).max
 
 
 def _class_weights(estimator, classes, counts):
@@ -178,22 +175,6 @@ def _local_step(estimator, X, y, sample_weight, preparation, carried, models, cl
     return rows + n_rows, states, losses
 
 
-def _nbytes(value):
-    """Bytes of the arrays in ``value`` (nested dicts, lists, tuples and objects)."""
-    if isinstance(value, np.ndarray):
-        return value.nbytes
-    if sp.issparse(value):
-        return sum(getattr(value, name).nbytes for name in ("data", "indices", "indptr")
-                   if hasattr(value, name))
-    if isinstance(value, dict):
-        return sum(_nbytes(item) for item in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_nbytes(item) for item in value)
-    if hasattr(value, "__dict__"):
-        return _nbytes(vars(value))
-    return 0
-
-
 #: the share of the workers' memory that the blocks' kept structures may take
 PREPARED_MEMORY_SHARE = 0.25
 
@@ -215,7 +196,7 @@ def _preparations(shared, blocks):
                     for X_block, y_block, weight_block in zip(blocks.X, blocks.y,
                                                               blocks.weights)]
     (first,) = dask.persist(preparations[0])
-    first_bytes = compute(dask.delayed(_nbytes, pure=True)(first))[0]
+    first_bytes = compute(dask.delayed(nbytes, pure=True)(first))[0]
     needed = first_bytes * blocks.n_samples / max(int(blocks.sizes[0]), 1)
     memory = cluster_memory()
     if memory is not None and needed > PREPARED_MEMORY_SHARE * memory:
@@ -232,12 +213,10 @@ def _partition_total(carried):
 
 def _worker_threads():
     """Threads of the active ``dask.distributed`` client, else this machine's cores."""
-    try:
-        from distributed import get_client
-
-        return max(1, sum(get_client().nthreads().values()))
-    except (ImportError, ValueError):
+    active = active_client()
+    if active is None:
         return os.cpu_count() or 1
+    return max(1, sum(active.nthreads().values()))
 
 
 def n_partitions(estimator, n_blocks):
@@ -251,21 +230,20 @@ def n_partitions(estimator, n_blocks):
 def _block_workers(X_blocks):
     """``(worker of each block, threads of each worker)`` when every block is held in a
     worker's memory (a persisted dask array), else None."""
-    try:
-        from distributed import Future, get_client
-
-        client = get_client()
-    except (ImportError, ValueError):
+    active = active_client()
+    if active is None:
         return None
-    futures = [Future(block.key, client=client) for block in X_blocks]
+    from distributed import Future
+
+    futures = [Future(block.key, client=active) for block in X_blocks]
     try:
-        holders = client.who_has(futures)
+        holders = active.who_has(futures)
     finally:
         del futures
     workers = [sorted(holders.get(block.key, ()))[:1] for block in X_blocks]
     if not all(workers):
         return None
-    return [worker for (worker,) in workers], client.nthreads()
+    return [worker for (worker,) in workers], active.nthreads()
 
 
 def _partitions(estimator, X_blocks):
@@ -377,7 +355,7 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     """
     import dask
 
-    resolved = estimator._resolve_parameters()
+    resolved = estimator._settings()
     blocks = training_blocks(X, y, sample_weight)
     # a round is one pass over all rows: solvers with a schedule on the pass length get n
     resolved = estimator._resolved_for_passes(resolved, blocks.n_samples)
@@ -396,7 +374,7 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
         states = copy.deepcopy(estimator._states)
     else:
         states = [estimator._new_state(blocks.n_features, resolved) for _ in positives]
-    seeds = check_random_state(estimator.random_state).randint(_SEED_BOUND, size=len(positives))
+    seeds = check_random_state(estimator.random_state).randint(SEED_BOUND, size=len(positives))
     worker = clone(estimator)
     # shared inputs of every task: one key each in the graph, sent once per worker
     shared = {name: dask.delayed(value, pure=True, traverse=False) for name, value in {

@@ -15,11 +15,11 @@ and the block of random features of seed ``(s, i)``:
 lines 5-6): iteration ``i`` cannot start before iteration ``i - 1`` has produced
 :math:`\alpha_{i-1}`. The batch indices, however, do not depend on the model: they are drawn
 on the client from the global numbering of the labeled and of the unlabeled rows with the
-generator of the in-memory fit (:func:`~stochsvm.semi.tsgs3vm.batch_schedule` on a copy of it),
+generator of the in-memory fit (:func:`~stochsvm._core.sampling.batch_schedule` on a copy of it),
 so the rows of many iterations are known before the first of them runs. The fit is
 
 1. one distributed pass that validates every row block where it lives and counts its labels
-   (:func:`~stochsvm.distributed._data.training_blocks`): ``classes_``, :math:`n_l`,
+   (:func:`~stochsvm.distributed.blocks.training_blocks`): ``classes_``, :math:`n_l`,
    :math:`n_u` and :math:`C^* = C n_l / n_u` as in memory, and the per-block counts of
    unlabeled rows that turn a global unlabeled index into ``(block, rank)``. With a
    ``dask.distributed`` client the validated blocks are then persisted on the workers (when
@@ -76,13 +76,24 @@ import copy
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_array
 from sklearn.utils.validation import FLOAT_DTYPES
 
-from .._core.base import problem_seeds
+from .._core.sampling import batch_schedule, problem_seeds
 from .._core.validation import split_semi_supervised_labels
-from ..semi.tsgs3vm import batch_schedule
-from ._data import cluster_memory, compute, training_blocks, unlabeled_mask
+from .blocks import (
+    PERSISTED_MEMORY_SHARE,
+    Transfers,
+    active_client,
+    block_array,
+    block_moments,
+    cluster_memory,
+    combined_variance,
+    compute,
+    nbytes,
+    stack_rows,
+    training_blocks,
+    unlabeled_mask,
+)
 
 __all__ = ["BYTES_PER_ROUND", "ITERATIONS_PER_ROUND", "MAXIMUM_LABELED_ROWS",
            "DistributedRows", "fit_triply_stochastic"]
@@ -97,101 +108,30 @@ MAXIMUM_LABELED_ROWS = 2 ** 16
 UNLABELED = -1
 
 
-def _block_array(X):
-    """A row block as the in-memory fit sees ``X``: float32/float64, dense C-ordered or a
-    canonical CSR matrix."""
-    X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C",
-                    ensure_min_samples=0, ensure_min_features=0)
-    if sp.issparse(X):
-        X = X.tocsr()
-        X.sum_duplicates()
-        X.sort_indices()
-    return X
-
-
 def _labeled_part(X, y, moments):
     """The labeled rows of a block with their labels, and (when ``moments``) the entry
     count, mean and sum of squared deviations of the block (dense) or its sum and sum of
     squares (CSR), from which the client combines the variance of ``X``."""
-    X = _block_array(X)
+    X = block_array(X)
     y = np.asarray(y)
     labeled = np.flatnonzero(~unlabeled_mask(y, UNLABELED))
     statistics = block_moments(X) if moments else None
     return X[labeled], y[labeled], statistics
 
 
-def block_moments(X):
-    """The moments of a validated row block that :func:`_variance` combines: entry count,
-    mean and sum of squared deviations (dense), or entry count, sum and sum of squares
-    (CSR)."""
-    if sp.issparse(X):
-        return ("sparse", X.shape[0] * X.shape[1], float(X.sum()), float(X.multiply(X).sum()))
-    values = X.reshape(-1).astype(np.float64)
-    mean = float(values.mean()) if values.size else 0.0
-    return ("dense", values.size, mean, float(np.sum((values - mean) ** 2)))
-
-
 def _unlabeled_rows(X, y, ranks):
     """Rows ``ranks`` (positions among the unlabeled rows of the block, sorted) of a block.
 
     The block was validated by the first pass: only the selected rows are converted, as
-    :func:`_block_array` would convert the whole block (a round costs the worker the rows it
-    sends, not a pass over its blocks)."""
+    :func:`~stochsvm.distributed.blocks.block_array` would convert the whole block (a round
+    costs the worker the rows it sends, not a pass over its blocks)."""
     positions = np.flatnonzero(unlabeled_mask(y, UNLABELED))[ranks]
     if sp.issparse(X):
-        return _block_array(sp.csr_matrix(X)[positions])
+        return block_array(sp.csr_matrix(X)[positions])
     rows = np.asarray(X)[positions]
     if rows.dtype not in FLOAT_DTYPES:
         rows = rows.astype(np.float64)
     return np.ascontiguousarray(rows)
-
-
-def _nbytes(rows):
-    if sp.issparse(rows):
-        return int(rows.data.nbytes + rows.indices.nbytes + rows.indptr.nbytes)
-    return int(rows.nbytes)
-
-
-def _stack(parts, n_features, dtype, sparse):
-    if not parts:
-        return sp.csr_matrix((0, n_features), dtype=dtype) if sparse else np.empty(
-            (0, n_features), dtype=dtype)
-    if sparse:
-        return sp.vstack(parts, format="csr")
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
-
-
-#: the share of the workers' memory up to which the training blocks are kept there
-PERSISTED_MEMORY_SHARE = 0.5
-
-
-def _client():
-    """The active ``dask.distributed`` client, or None (dask's local scheduler)."""
-    try:
-        from distributed import get_client
-
-        return get_client()
-    except (ImportError, ValueError):
-        return None
-
-
-class Transfers:
-    """What a fit moved between the client and the cluster: one entry per round trip."""
-
-    def __init__(self, partitions):
-        self.partitions = int(partitions)
-        self.rounds = 0
-        self.rows = 0
-        self.bytes = 0
-
-    def add(self, rows, bytes_moved):
-        self.rounds += 1
-        self.rows += int(rows)
-        self.bytes += int(bytes_moved)
-
-    def totals(self):
-        return {"rounds": self.rounds, "rows_moved": self.rows, "bytes_moved": self.bytes,
-                "partitions": self.partitions}
 
 
 class DistributedRows:
@@ -226,7 +166,7 @@ class DistributedRows:
         self.dtype = np.dtype(dtype)
         self._sparse = bool(sparse)
         self._transfers = transfers
-        self._client = _client()
+        self._client = active_client()
         self._plan = None
         self._pending = None
 
@@ -254,8 +194,8 @@ class DistributedRows:
             parts = self._client.gather(tasks)
         else:
             parts = list(compute(*tasks))
-        rows = _stack(parts, self.shape[1], self.dtype, self._sparse)
-        self._transfers.add(n_rows, sent + _nbytes(rows))
+        rows = stack_rows(parts, self.shape[1], self.dtype, self._sparse)
+        self._transfers.add(n_rows, sent + nbytes(rows))
         return rows
 
     def _fetch(self, index):
@@ -266,7 +206,7 @@ class DistributedRows:
     # ------------------------------------------------------------------ planned batches
     def plan_batches(self, rng, n_labeled, labeled_batch, unlabeled_batch, n_iterations):
         """The batches the training loop is about to draw from ``rng`` (a copy of it gives
-        the same draws, :func:`~stochsvm.semi.tsgs3vm.batch_schedule`); start fetching the
+        the same draws, :func:`~stochsvm._core.sampling.batch_schedule`); start fetching the
         rows of the first round."""
         self.close()
         generator = copy.deepcopy(rng)
@@ -315,7 +255,7 @@ class DistributedRows:
             index = np.arange(self.shape[0])[index]
         index = index.astype(np.int64, copy=False).reshape(-1)
         if index.size == 0:
-            return _stack([], self.shape[1], self.dtype, self._sparse)
+            return stack_rows([], self.shape[1], self.dtype, self._sparse)
         if (index.min() < 0 and index.min() >= -self.shape[0]):
             index = np.where(index < 0, index + self.shape[0], index)
         if index.min() < 0 or index.max() >= self.shape[0]:
@@ -327,21 +267,6 @@ class DistributedRows:
             self._position += 1
             return rows
         return self._fetch(index)
-
-
-def _variance(statistics):
-    """The variance of every entry of ``X`` from the blocks' moments (Chan et al.'s pairwise
-    combination for dense blocks; mean of squares minus squared mean for CSR, as in memory)."""
-    if statistics[0][0] == "sparse":
-        count = sum(entry[1] for entry in statistics)
-        total = sum(entry[2] for entry in statistics)
-        squares = sum(entry[3] for entry in statistics)
-        mean = total / count
-        return squares / count - mean ** 2
-    count = sum(entry[1] for entry in statistics)
-    mean = sum(entry[1] * entry[2] for entry in statistics) / count
-    deviations = sum(entry[3] + entry[1] * (entry[2] - mean) ** 2 for entry in statistics)
-    return deviations / count
 
 
 def fit_triply_stochastic(estimator, X, y):
@@ -375,7 +300,7 @@ def fit_triply_stochastic(estimator, X, y):
             f"revisits them), at most {MAXIMUM_LABELED_ROWS}; y has {n_labeled} labeled rows. "
             "Keep the labels of a sample of them (mark the others -1), or train a supervised "
             "estimator of stochsvm.distributed.TRAINERS['model_averaging'].")
-    client = _client()
+    client = active_client()
     X_blocks, y_blocks = blocks.X, blocks.y
     memory = cluster_memory()
     data_bytes = 8.0 * blocks.n_samples * (blocks.n_features + 1)
@@ -391,10 +316,10 @@ def fit_triply_stochastic(estimator, X, y):
                       for X_block, y_block in zip(X_blocks, y_blocks)])
     sparse = any(sp.issparse(rows) for rows, _, _ in parts)
     dtype = np.result_type(*[rows.dtype for rows, _, _ in parts])
-    X_labeled = _stack([rows for rows, _, _ in parts if rows.shape[0]], blocks.n_features,
-                       dtype, sparse)
+    X_labeled = stack_rows([rows for rows, _, _ in parts if rows.shape[0]],
+                           blocks.n_features, dtype, sparse)
     y_labeled = np.concatenate([labels for _, labels, _ in parts])
-    transfers.add(n_labeled, _nbytes(X_labeled) + y_labeled.nbytes)
+    transfers.add(n_labeled, nbytes(X_labeled) + y_labeled.nbytes)
     source = DistributedRows(X_blocks, y_blocks, unlabeled_counts, blocks.n_features, dtype,
                              sparse, transfers)
 
@@ -404,11 +329,11 @@ def fit_triply_stochastic(estimator, X, y):
     estimator.classes_ = classes
     estimator._resolve_common(X_labeled, n_labeled, n_unlabeled)
     if scale:  # "scale" on every sample, as in memory, from the blocks' moments
-        variance = _variance([statistics for _, _, statistics in parts])
+        variance = combined_variance([statistics for _, _, statistics in parts])
         estimator._gamma = 1.0 / (blocks.n_features * variance) if variance > 0 else 1.0
     elif isinstance(estimator.gamma, str):  # "auto"
         estimator._gamma = 1.0 / blocks.n_features
-    estimator._resolve_parameters(n_labeled, n_unlabeled, blocks.n_features)
+    settings = estimator._resolve_parameters(n_labeled, n_unlabeled, blocks.n_features)
 
     problems = estimator._signed_labels(y_labeled)
     random_state, seeds = problem_seeds(estimator.random_state, len(problems))
@@ -426,7 +351,8 @@ def fit_triply_stochastic(estimator, X, y):
     try:
         for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds)):
             rng = random_state if problem_seed is None else np.random.RandomState(problem_seed)
-            results.append(estimator._fit_binary(X_labeled, y_signed, source, rng, index))
+            results.append(estimator._fit_binary(settings, X_labeled, y_signed, source, rng,
+                                                 index))
             source.close()
     finally:
         estimator.callback = user_callback

@@ -26,7 +26,7 @@ after :math:`T` steps :math:`\beta = \frac{1}{\lambda T}\sum_j \alpha_j y_j\phi(
 
 *Implementation.* The steps are processed in chunks of :math:`B` draws: the kernel block
 between the chunk's samples and (current support :math:`\cup` chunk) is computed at once
-(BLAS, any kernel, dense or CSR), then the compiled loop :func:`_pegasos_chunk` makes the
+(BLAS, any kernel, dense or CSR), then the compiled loop :func:`pegasos_chunk` makes the
 :math:`B` sequential steps on it. The support can only grow by samples of the chunk, so the
 block holds every kernel value the steps need; the block size is bounded by ``max_memory_mb``.
 One epoch is :math:`m` steps; ``history_`` records the objective after every epoch.
@@ -34,6 +34,7 @@ One epoch is :math:`m` steps; ``history_`` records the objective after every epo
 
 from __future__ import annotations
 
+from collections import namedtuple
 from numbers import Integral
 
 import numba
@@ -41,15 +42,19 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._core.monitor import TrainingMonitor
-from .._core.validation import check_positive_int
 from ._base import BaseKernelClassifier, check_gram_budget
 
-__all__ = ["KernelPegasosSVC"]
+__all__ = ["KernelPegasosSVC", "KernelPegasosSettings"]
+
+#: the hyper-parameters of one fit, resolved once: epochs, the rows of a kernel block, and
+#: the regularization lambda = 1 / (C m) of Fig. 3 of the Pegasos paper
+KernelPegasosSettings = namedtuple("KernelPegasosSettings",
+                                   ["max_iter", "chunk_size", "regularization"])
 
 
 @numba.njit(cache=True)
-def _pegasos_chunk(block, row_columns, column_coefficients, row_labels, row_weights, step,
-                   regularization):
+def pegasos_chunk(block, row_columns, column_coefficients, row_labels, row_weights, step,
+                  regularization):
     """Steps of Fig. 3 over the rows of ``block`` (kernel values of the chunk's draws against
     the block's columns). ``column_coefficients`` holds :math:`\\alpha_j y_j` of the columns and
     is updated in place; returns the step counter after the chunk."""
@@ -104,6 +109,10 @@ class KernelPegasosSVC(BaseKernelClassifier):
         training set), ``support`` (number of nonzero coefficients), ``seconds``, ``problem``.
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Shalev-Shwartz et al. 2011, Pegasos with kernels (SCS paper baseline)"
+    _aliases = ("kernel-pegasos",)
+
     _parameter_constraints = {
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
@@ -129,36 +138,38 @@ class KernelPegasosSVC(BaseKernelClassifier):
         self.callback = callback
 
     def _resolve_parameters(self, n_samples):
-        self._max_iter = check_positive_int(self.max_iter, "max_iter")
-        self._chunk_size = check_positive_int(self.chunk_size, "chunk_size")
-        self._regularization = 1.0 / (self._C * n_samples)  # lambda = 1 / (C m)
+        """The fit's :class:`KernelPegasosSettings` (the parameters alone are checked by
+        ``_parameter_constraints``)."""
         check_gram_budget(1, n_samples + 1, np.float64, self._max_memory_mb,
                           "One kernel row of KernelPegasosSVC",
                           "Raise max_memory_mb.")
+        return KernelPegasosSettings(max_iter=int(self.max_iter),
+                                     chunk_size=int(self.chunk_size),
+                                     regularization=1.0 / (self._C * n_samples))
 
-    def _fit_binary(self, X, signs, weights, rng, index):
+    def _fit_binary(self, settings, X, signs, weights, rng, index):
         n = X.shape[0]
-        regularization = self._regularization
+        regularization = settings.regularization
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"KernelPegasosSVC[{index}] ")
         counts = np.zeros(n)  # alpha_j (sums of sample weights), Fig. 3
         step = 0
         budget_rows = max(1, int(self._max_memory_mb * 2**20 // (8 * (n + 1))))
         epoch = 0
-        for epoch in range(1, self._max_iter + 1):
+        for epoch in range(1, settings.max_iter + 1):
             draws = rng.randint(0, n, size=n)
             start = 0
             while start < n:
                 support = np.flatnonzero(counts)
-                chunk = min(self._chunk_size, budget_rows, n - start)
+                chunk = min(settings.chunk_size, budget_rows, n - start)
                 rows = draws[start:start + chunk]
                 columns = np.union1d(support, rows)
                 block = np.ascontiguousarray(self._kernel_values(X[rows], X[columns]),
                                              dtype=np.float64)
                 column_coefficients = counts[columns] * signs[columns]
-                step = _pegasos_chunk(block, np.searchsorted(columns, rows),
-                                      column_coefficients, signs[rows], weights[rows], step,
-                                      regularization)
+                step = pegasos_chunk(block, np.searchsorted(columns, rows),
+                                     column_coefficients, signs[rows], weights[rows], step,
+                                     regularization)
                 counts[columns] = column_coefficients * signs[columns]
                 start += chunk
             a = counts * signs / (regularization * step)

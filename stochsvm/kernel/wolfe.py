@@ -37,6 +37,7 @@ grows a sample instead.
 from __future__ import annotations
 
 import warnings
+from collections import namedtuple
 from numbers import Integral, Real
 
 import numpy as np
@@ -44,11 +45,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.monitor import TrainingMonitor
-from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import BaseKernelClassifier, check_gram_budget, matvec, symmetric_matvec
 from ._conjugate import STEP_ZERO, first_step_length, line_search, minimum_norm_weight
 
-__all__ = ["WolfeKernelSVC"]
+__all__ = ["WolfeKernelSVC", "WolfeSettings"]
+
+#: the hyper-parameters of one fit, resolved once: the stopping tolerance, the iteration cap,
+#: m1 and m2 of the line search and the metric of the directions
+WolfeSettings = namedtuple("WolfeSettings", ["tol", "max_iter", "sufficient_decrease",
+                                             "curvature", "euclidean"])
 
 _MAX_HALVINGS = 40
 
@@ -98,6 +103,10 @@ class WolfeKernelSVC(BaseKernelClassifier):
         ``seconds``, ``problem``.
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Wolfe 1975, Conjugate subgradients on the full sample (SCS paper baseline)"
+    _aliases = ("wolfe",)
+
     _dask_refusal = ("{name} is an exact small-n reference: it keeps the full kernel matrix "
                      "(8 n^2 bytes) in memory under max_memory_mb (default 2048 MB, about "
                      "16,000 samples), so it does not train on dask input. Use SCSKernelSVC "
@@ -135,25 +144,26 @@ class WolfeKernelSVC(BaseKernelClassifier):
         self.callback = callback
 
     def _resolve_parameters(self, n_samples):
-        self._tol = check_positive(self.tol, "tol")
-        self._max_iter = check_positive_int(self.max_iter, "max_iter")
-        self._m1 = check_positive(self.sufficient_decrease, "sufficient_decrease")
-        self._m2 = check_positive(self.curvature, "curvature")
-        if not self._m2 < self._m1 < 1.0:
+        """The fit's :class:`WolfeSettings`, after the rule between the two line-search
+        constants (each parameter alone is checked by ``_parameter_constraints``)."""
+        if not self.curvature < self.sufficient_decrease < 1.0:
             raise ValueError(
                 f"the line search needs curvature < sufficient_decrease < 1; got "
                 f"sufficient_decrease={self.sufficient_decrease!r}, curvature="
                 f"{self.curvature!r}.")
-        self._metric = check_choice(self.metric, "metric", ("rkhs", "euclidean"))
         check_gram_budget(
             n_samples, n_samples, self._kernel_dtype, self._max_memory_mb,
             f"WolfeKernelSVC's full kernel matrix for {n_samples} samples",
             "Wolfe's method needs the whole kernel matrix: use SCSKernelSVC (adaptive "
             "sampling, bounded by max_samples) for data of this size, or raise max_memory_mb.")
+        return WolfeSettings(tol=float(self.tol), max_iter=int(self.max_iter),
+                             sufficient_decrease=float(self.sufficient_decrease),
+                             curvature=float(self.curvature),
+                             euclidean=self.metric == "euclidean")
 
-    def _fit_binary(self, X, signs, weights, rng, index):
+    def _fit_binary(self, settings, X, signs, weights, rng, index):
         n = X.shape[0]
-        euclidean = self._metric == "euclidean"
+        euclidean = settings.euclidean
         gram = self._kernel_values(X, X)
         costs = self._C * weights
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
@@ -180,17 +190,17 @@ class WolfeKernelSVC(BaseKernelClassifier):
         # length stays bounded as C grows, where ||g_0|| grows like C)
         length = first_step_length(signs * q_a, signs * q_d, costs, float(d @ q_a),
                                    float(d @ q_d), norm)
-        epsilon = self._tol * length
+        epsilon = settings.tol * length
         # subgradients taken within this distance of a certify its (epsilon, locality)-
         # stationarity when their minimum-norm combination is shorter than epsilon
-        locality = self._tol * length
+        locality = settings.tol * length
         previous_step_length = length  # t ||d|| of the first trial: the exact first step
         null_step = 0.0
         spread = 0.0  # bound on the distance from a of the points aggregated in d
         accepted_steps = 0
         converged = False
         iteration = 0
-        for iteration in range(1, self._max_iter + 1):
+        for iteration in range(1, settings.max_iter + 1):
             if null_step > 0.0:
                 distance = null_step * norm
                 g, q_g = subgradient(a + null_step * d, q_a + null_step * q_d)
@@ -219,7 +229,8 @@ class WolfeKernelSVC(BaseKernelClassifier):
                 step, last_trial, outcome = line_search(
                     signs * q_a, signs * q_d, costs, float(d @ q_a), float(d @ q_d),
                     norm * norm, previous_step_length / norm, 1e-12 * length / norm,
-                    1e6 * length / norm, self._m1, self._m2, _MAX_HALVINGS)
+                    1e6 * length / norm, settings.sufficient_decrease, settings.curvature,
+                    _MAX_HALVINGS)
                 null_step = last_trial if step == 0.0 else 0.0
                 if step > 0.0:
                     a = a + step * d
@@ -241,7 +252,7 @@ class WolfeKernelSVC(BaseKernelClassifier):
                 ConvergenceWarning)
         elif not converged and monitor.stopped_by is None:
             warnings.warn(
-                f"WolfeKernelSVC stopped at max_iter={self._max_iter} before the stopping rule "
+                f"WolfeKernelSVC stopped at max_iter={settings.max_iter} before the stopping rule "
                 f"held: ||d_k|| = {norm:.3g} > tol x (first step length) = {epsilon:.3g}; "
                 f"objective {value:.6g}. Large C needs more iterations: raise max_iter (or "
                 "tol).", ConvergenceWarning)

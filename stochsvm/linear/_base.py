@@ -19,7 +19,9 @@ where ``classes_[1]`` is the positive class).
 A subclass supplies the solver through four hooks:
 
 ``_resolve_parameters()``
-    validate hyper-parameters (never modifying them) and return a dict of resolved values;
+    apply the rules between hyper-parameters (each one alone is checked by
+    ``_parameter_constraints``; none is modified) and return a dict of resolved values, which
+    the fit freezes into one :class:`LinearSettings` record and passes down;
 ``_new_state(n_features, resolved)``
     the solver state of one binary problem, a dict of NumPy arrays and numbers;
 ``_run_epoch(state, X, y, weights, order, resolved)``
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
@@ -48,7 +51,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.losses import MARGIN_LOSSES, get_margin_loss
-from .._core.monitor import TrainingMonitor
+from .._core.monitor import TrainingMonitor, sparsest_accepted
 from .._core.penalties import get_penalty
 from .._core.state import ArrayField, FloatField, IntField, SolverStateField
 from .._core.validation import (
@@ -59,8 +62,48 @@ from .._core.validation import (
     validate_training_data,
 )
 
-__all__ = ["BaseStochasticLinearClassifier", "StepDivergedError", "linear_objective",
-           "sparsest_accepted"]
+__all__ = ["BaseStochasticLinearClassifier", "LinearSettings", "StepDivergedError",
+           "linear_objective"]
+
+
+class LinearSettings(Mapping):
+    """The hyper-parameters of one fit of a linear solver, resolved once and frozen.
+
+    A read-only mapping (``settings["alpha"]``, ``settings.get("loss_parameter")``) of the
+    values the solver's ``_resolve_parameters`` returned: the common ones (``alpha``,
+    ``penalty``, ``l1_ratio``, ``loss``, ``max_iter``, ``tol``, ``n_iter_no_change``) and
+    the solver's own (SADMM's ``rho``, S3GD's ``n_anchors``, ...). The nine solvers of the
+    family extend one set of keys, so the record is a mapping rather than one class per
+    solver; it cannot be changed after the fit resolved it (:meth:`replace` returns a new
+    one).
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values):
+        object.__setattr__(self, "_values", dict(values))
+
+    def __getitem__(self, key):
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("LinearSettings is frozen; use replace()")
+
+    def __reduce__(self):
+        return (LinearSettings, (self._values,))
+
+    def __repr__(self):
+        return f"LinearSettings({self._values!r})"
+
+    def replace(self, **changes):
+        """A new record with ``changes`` applied."""
+        return LinearSettings({**self._values, **changes})
 
 
 class StepDivergedError(ValueError):
@@ -117,16 +160,6 @@ def _transposed_product(X, vector, block_bytes=1 << 20):
     return total
 
 
-def sparsest_accepted(coef, candidates, objectives, limit):
-    """The sparsest of ``candidates`` (``[(coef, intercept), ...]``) whose objective is at most
-    ``limit``; ``coef`` itself when none is (see
-    :meth:`BaseStochasticLinearClassifier._sparsest_within`)."""
-    accepted = [candidate for (candidate, _), value in zip(candidates, objectives)
-                if value <= limit]
-    if not accepted:
-        return coef
-    return min(accepted, key=np.count_nonzero)
-
 class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
     """Base class of the stochastic linear classifiers (not for direct use)."""
 
@@ -172,7 +205,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
             return
         if getattr(self, "_states_features", self.n_features_in_) != self.n_features_in_:
             raise ValueError("model field '_states_features': does not match n_features_in_")
-        template = self._new_state(self.n_features_in_, self._resolve_parameters())
+        template = self._new_state(self.n_features_in_, self._settings())
         for index, state in enumerate(self._states):
             for key, expected in template.items():
                 where = f"model field '_states[{index}][{key!r}]'"
@@ -192,6 +225,10 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                                      "array")
 
     # ------------------------------------------------------------------ parameters
+    def _settings(self):
+        """The fit's frozen :class:`LinearSettings` (from :meth:`_resolve_parameters`)."""
+        return LinearSettings(self._resolve_parameters())
+
     def _common_parameters(self):
         """Resolved values of the parameters every solver shares (checked by
         ``_parameter_constraints`` before this runs)."""
@@ -216,15 +253,11 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     @staticmethod
     def _check_average(average):
-        """``average``: ``True``/``False`` or a number of samples after which to start."""
+        """The sample count after which averaging starts: 0 for ``average=True``, ``None``
+        for ``False``, else the number given (``_parameter_constraints`` checked it)."""
         if isinstance(average, (bool, np.bool_)):
             return 0 if average else None
-        if isinstance(average, (int, np.integer)) and average >= 0:
-            return int(average)
-        raise ValueError(
-            f"average={average!r} is not valid; use True (average every iterate), False (last "
-            "iterate) or a number of samples n >= 0 after which averaging starts."
-        )
+        return int(average)
 
     # ------------------------------------------------------------------ weights and labels
     def _class_weights(self, y, classes, for_partial_fit=False):
@@ -268,7 +301,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         -------
         self
         """
-        resolved = self._resolve_parameters()
+        resolved = self._settings()
         X, y = validate_training_data(self, X, y, reset=True)
         classes = np.unique(y)
         check_at_least_two_classes(classes)
@@ -552,7 +585,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         -------
         self
         """
-        resolved = self._resolve_parameters()
+        resolved = self._settings()
         first_call = getattr(self, "_states", None) is None or not hasattr(self, "classes_")
         X, y = validate_training_data(self, X, y, reset=first_call)
         if first_call:
@@ -648,7 +681,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         one-vs-rest problems.
         """
         check_is_fitted(self)
-        resolved = self._resolve_parameters()
+        resolved = self._settings()
         X = validate_prediction_data(self, X)
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:

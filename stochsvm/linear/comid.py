@@ -68,6 +68,7 @@ starts inside the skipped range. The averaged intercept is a plain running sum.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from numbers import Real
 
 import numba
@@ -76,7 +77,6 @@ from sklearn.utils._param_validation import Interval
 
 from .._core.losses import margin_loss
 from .._core.penalties import prox_scalar
-from .._core.validation import check_nonnegative, check_positive
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
 __all__ = ["ComidClassifier"]
@@ -95,6 +95,21 @@ _NO_AVERAGE = np.iinfo(np.int64).max
 # ``Literal[int](0)`` where the compiled loop passes it on, and numba would compile ``_flush``
 # and ``_block_full`` once more for that literal besides the ``int64`` specialization
 _ZERO = np.int64(0)
+
+#: Scalar settings of one call of :func:`_comid_epoch_dense` / :func:`_comid_epoch_sparse`:
+#: the step size :math:`\eta_t = \eta_0 / t^p` (``eta0``, ``power_t``), the penalty
+#: :math:`\alpha R` (``alpha``, ``l1_ratio``), ``fit_intercept`` (a bool), the first step
+#: that is not averaged, ``average_start`` (``_NO_AVERAGE`` without averaging), and the
+#: margin loss (``loss_code``, ``loss_parameter``, see :mod:`stochsvm._core.losses`).
+ComidSettings = namedtuple("ComidSettings", [
+    "eta0", "power_t", "alpha", "l1_ratio", "fit_intercept", "average_start", "loss_code",
+    "loss_parameter"])
+
+#: The solver state, updated in place: the iterate ``w``, the sum of the averaged iterates
+#: ``w_sum``, the step ``last[j]`` up to which coordinate ``j`` is current, ``scalars``
+#: (intercept, intercept sum) and ``history`` (the running values :math:`P_s, D_s, E_s, G_s`
+#: of the module docstring, one column per step of the current block).
+ComidArrays = namedtuple("ComidArrays", ["w", "w_sum", "last", "scalars", "history"])
 
 
 # --------------------------------------------------------------------------------------
@@ -145,7 +160,12 @@ def _lazy_prox(value, begin, now, first, history):
 
 @numba.njit(cache=True)
 def _flush(now, w, w_sum, last, history, block_start, average_start):
-    """Bring every coordinate to step ``now`` and start a new block there."""
+    """Bring every coordinate to step ``now`` and start a new block there.
+
+    Called inside the loops, it takes the arrays one by one rather than the
+    :data:`ComidArrays` record: a record passed to an out-of-line call there makes the loops'
+    machine code slower.
+    """
     for j in range(w.shape[0]):
         begin = last[j] - block_start
         if begin < now:
@@ -159,10 +179,16 @@ def _flush(now, w, w_sum, last, history, block_start, average_start):
 
 @numba.njit(cache=True, inline="always")
 def _comid_step(row_indices, row_values, label, weight, w, w_sum, last, scalars, history,
-                block_start, now, eta, alpha, l1_ratio, fit_intercept, average_start,
-                loss_code, loss_parameter):
+                block_start, now, settings):
     """One Comid/FOBOS step (module docstring) on one sample, as step ``now + 1`` of the
-    block; returns the sample's weighted loss at the model before the step."""
+    block; returns the sample's weighted loss at the model before the step.
+
+    The arrays are the fields of a :data:`ComidArrays`, passed one by one: unpacking the
+    record here, once per sample, would cost reference counting in the hot loop.
+    """
+    average_start, l1_ratio = settings.average_start, settings.l1_ratio
+    # eta_t = eta0 / t^p at the overall step t = block_start + now + 1
+    eta = settings.eta0 / (block_start + now + 1.0) ** settings.power_t
     score = scalars[_INTERCEPT]
     for position in range(row_indices.shape[0]):
         j = row_indices[position]
@@ -175,11 +201,11 @@ def _comid_step(row_indices, row_values, label, weight, w, w_sum, last, scalars,
             last[j] = block_start + now
         score += w[j] * row_values[position]
     margin = label * score
-    value, derivative = margin_loss(loss_code, margin, loss_parameter)
+    value, derivative = margin_loss(settings.loss_code, margin, settings.loss_parameter)
     loss = weight * value
     # derivative of s * loss(y (w.x + b)) with respect to the score w.x + b
     gradient = weight * derivative * label
-    strength = eta * alpha
+    strength = eta * settings.alpha
     step = block_start + now + 1
     counted = step > average_start
     # Comid with psi = ||.||^2 / 2 = FOBOS eqs. (2)-(3): prox of a subgradient step
@@ -189,7 +215,7 @@ def _comid_step(row_indices, row_values, label, weight, w, w_sum, last, scalars,
         last[j] = step
         if counted:
             w_sum[j] += w[j]
-    if fit_intercept:
+    if settings.fit_intercept:
         scalars[_INTERCEPT] -= eta * gradient
     if counted:
         scalars[_INTERCEPT_SUM] += scalars[_INTERCEPT]
@@ -212,14 +238,16 @@ def _block_full(history, now):
 
 
 @numba.njit(cache=True)
-def _comid_epoch_dense(X, all_indices, y, weights, order, w, w_sum, last, scalars, history,
-                       samples_seen, eta0, power_t, alpha, l1_ratio, fit_intercept,
-                       average_start, loss_code, loss_parameter):
+def _comid_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, settings):
     """One pass of Comid over the rows ``order`` of a dense ``X``; returns the loss sum.
 
-    ``all_indices`` is ``np.arange(X.shape[1])``, made by the caller: ``np.arange`` compiled
-    here costs about 0.2 s of a cold first fit.
+    ``state`` is a :data:`ComidArrays`, updated in place, ``samples_seen`` the steps taken
+    before the pass and ``settings`` a :data:`ComidSettings`. ``all_indices`` is
+    ``np.arange(X.shape[1])``, made by the caller: ``np.arange`` compiled here costs about
+    0.2 s of a cold first fit.
     """
+    average_start = settings.average_start
+    w, w_sum, last, scalars, history = state
     block_start = samples_seen
     now = _ZERO
     _reset_history(history)
@@ -228,21 +256,19 @@ def _comid_epoch_dense(X, all_indices, y, weights, order, w, w_sum, last, scalar
         if _block_full(history, now):
             block_start = _flush(now, w, w_sum, last, history, block_start, average_start)
             now = _ZERO
-        eta = eta0 / (block_start + now + 1.0) ** power_t
         loss_sum += _comid_step(all_indices, X[i], y[i], weights[i], w, w_sum, last, scalars,
-                                history, block_start, now, eta, alpha, l1_ratio,
-                                fit_intercept, average_start, loss_code,
-                                loss_parameter)
+                                history, block_start, now, settings)
         now += 1
     _flush(now, w, w_sum, last, history, block_start, average_start)
     return loss_sum
 
 
 @numba.njit(cache=True)
-def _comid_epoch_sparse(data, indices, indptr, y, weights, order, w, w_sum, last, scalars,
-                        history, samples_seen, eta0, power_t, alpha, l1_ratio, fit_intercept,
-                        average_start, loss_code, loss_parameter):
+def _comid_epoch_sparse(data, indices, indptr, y, weights, order, state, samples_seen,
+                        settings):
     """:func:`_comid_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
+    average_start = settings.average_start
+    w, w_sum, last, scalars, history = state
     block_start = samples_seen
     now = _ZERO
     _reset_history(history)
@@ -251,11 +277,9 @@ def _comid_epoch_sparse(data, indices, indptr, y, weights, order, w, w_sum, last
         if _block_full(history, now):
             block_start = _flush(now, w, w_sum, last, history, block_start, average_start)
             now = _ZERO
-        eta = eta0 / (block_start + now + 1.0) ** power_t
         low, high = indptr[i], indptr[i + 1]
         loss_sum += _comid_step(indices[low:high], data[low:high], y[i], weights[i], w, w_sum,
-                                last, scalars, history, block_start, now, eta, alpha,
-                                l1_ratio, fit_intercept, average_start, loss_code, loss_parameter)
+                                last, scalars, history, block_start, now, settings)
         now += 1
     # bring every coordinate up to date so the state is exact at the end of the pass
     _flush(now, w, w_sum, last, history, block_start, average_start)
@@ -353,6 +377,10 @@ class ComidClassifier(BaseStochasticLinearClassifier):
     True
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Duchi et al. 2010, Composite objective mirror descent"
+    _aliases = ("comid",)
+
     _allowed_penalties = ("l1", "l2", "elasticnet")
     _allowed_losses = ("hinge", "squared_hinge", "smoothed_hinge", "log_loss")
 
@@ -387,8 +415,8 @@ class ComidClassifier(BaseStochasticLinearClassifier):
     # ------------------------------------------------------------------ hooks
     def _resolve_parameters(self):
         resolved = self._common_parameters()
-        resolved["eta0"] = check_positive(self.eta0, "eta0")
-        resolved["power_t"] = check_nonnegative(self.power_t, "power_t")
+        resolved["eta0"] = float(self.eta0)
+        resolved["power_t"] = float(self.power_t)
         resolved["average_start"] = self._check_average(self.average)
         resolved["loss_parameter"] = resolved["loss"].default_parameter
         return resolved
@@ -407,15 +435,14 @@ class ComidClassifier(BaseStochasticLinearClassifier):
 
     def _run_epoch(self, state, X, y, weights, order, resolved):
         start = state["average_start"]
-        loss = resolved["loss"]
-        samples_seen = int(state["samples_seen"])
-        arguments = (
-            y, weights, order, state["w"], state["w_sum"], state["last"], state["scalars"],
-            state["history"], samples_seen, resolved["eta0"], resolved["power_t"],
-            resolved["alpha"], resolved["l1_ratio"], bool(self.fit_intercept),
-            _NO_AVERAGE if start is None else start,
-            loss.code, float(resolved["loss_parameter"]),
-        )
+        settings = ComidSettings(
+            eta0=resolved["eta0"], power_t=resolved["power_t"], alpha=resolved["alpha"],
+            l1_ratio=resolved["l1_ratio"], fit_intercept=bool(self.fit_intercept),
+            average_start=_NO_AVERAGE if start is None else start,
+            loss_code=resolved["loss"].code, loss_parameter=float(resolved["loss_parameter"]))
+        arrays = ComidArrays(state["w"], state["w_sum"], state["last"], state["scalars"],
+                             state["history"])
+        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
         if is_sparse(X):
             loss_sum = _comid_epoch_sparse(*as_csr_arrays(X), *arguments)
         else:

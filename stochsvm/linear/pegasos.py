@@ -65,6 +65,7 @@ entry. When :math:`a` is folded into :math:`v`, :math:`S` is first folded into :
 
 from __future__ import annotations
 
+from collections import namedtuple
 from numbers import Integral, Real
 
 import numba
@@ -72,7 +73,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.losses import margin_loss
-from .._core.validation import check_positive, check_positive_int
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
 __all__ = ["PegasosClassifier"]
@@ -83,6 +83,26 @@ _SCALE, _NORM_SQUARED, _AVERAGE_WEIGHT, _INTERCEPT, _INTERCEPT_SUM = range(5)
 _BATCHES_DONE, _BATCHES_COUNTED = range(2)
 # below this value the scale a of w = a v is folded into v (see _shrink)
 _SMALLEST_SCALE = 1e-3
+_NO_AVERAGE = np.iinfo(np.int64).max
+
+#: Scalar settings of one call of :func:`_pegasos_epoch_dense` / :func:`_pegasos_epoch_sparse`:
+#: the paper's :math:`\lambda` (``alpha``), the offset ``t0`` of :math:`\eta_t =
+#: 1/(\alpha(t + t_0))`, the mini-batch size :math:`k` (``batch_size``), the projection
+#: radius :math:`r` (``radius``) and whether to project (``project``), ``fit_intercept`` (a
+#: bool), the number of samples after which mini-batches are averaged, ``average_start``
+#: (``_NO_AVERAGE`` without averaging), and the margin loss (``loss_code``,
+#: ``loss_parameter``, see :mod:`stochsvm._core.losses`).
+PegasosSettings = namedtuple("PegasosSettings", [
+    "alpha", "t0", "batch_size", "radius", "project", "fit_intercept", "average_start",
+    "loss_code", "loss_parameter"])
+
+#: The solver state, updated in place: ``v`` of :math:`w = a\,v`, ``average_sum`` (:math:`u`
+#: of the averaged sum :math:`S = u + c\,v`), ``scalars`` (:math:`a`, :math:`\|v\|^2`,
+#: :math:`c`, intercept, intercept sum), ``counters`` (mini-batches done, mini-batches
+#: averaged) and ``amounts``, a work buffer of ``batch_size`` floats (the step of each sample
+#: of the mini-batch along its row).
+PegasosArrays = namedtuple("PegasosArrays", ["v", "average_sum", "scalars", "counters",
+                                             "amounts"])
 
 
 # --------------------------------------------------------------------------------------
@@ -142,13 +162,34 @@ def _shrink(factor, v, average_sum, scalars):
 
 
 @numba.njit(cache=True, inline="always")
-def _finish_batch(v, average_sum, scalars, counters, radius, project, counted):
-    """Projection onto the ball of radius ``radius`` and the averaging sums."""
-    if project:
+def _sample_step(row_indices, row_values, label, weight, eta, size, v, scalars, settings):
+    r"""Weighted loss of one sample of a mini-batch of ``size`` at :math:`(w_t, b_t)`, and its
+    step along its row: :math:`-\frac{\eta_t}{k} s\,\ell'(y(w_t^\top x + b_t))\,y`.
+
+    The per-sample helpers take the arrays of a :data:`PegasosArrays` one by one: unpacking
+    the record once per sample would cost reference counting in the hot loop.
+    """
+    margin = label * _score(row_indices, row_values, v, scalars[_SCALE], scalars[_INTERCEPT])
+    value, derivative = margin_loss(settings.loss_code, margin, settings.loss_parameter)
+    return weight * value, -eta * weight * label / size * derivative
+
+
+@numba.njit(cache=True, inline="always")
+def _apply_step(row_indices, row_values, amount, v, average_sum, scalars, settings):
+    """``w += amount * x`` and ``b += amount``: one sample's part of the mini-batch step."""
+    _add_row(row_indices, row_values, amount, v, average_sum, scalars)
+    if settings.fit_intercept:
+        scalars[_INTERCEPT] += amount
+
+
+@numba.njit(cache=True, inline="always")
+def _finish_batch(v, average_sum, scalars, counters, settings, counted):
+    """Projection onto the ball of radius ``settings.radius`` and the averaging sums."""
+    if settings.project:
         # the paper's optional step w_{t+1} = min(1, r / ||w_{t+1/2}||) w_{t+1/2}
         norm = scalars[_SCALE] * np.sqrt(max(scalars[_NORM_SQUARED], 0.0))
-        if norm > radius:
-            _shrink(radius / norm, v, average_sum, scalars)
+        if norm > settings.radius:
+            _shrink(settings.radius / norm, v, average_sum, scalars)
     counters[_BATCHES_DONE] += 1
     if counted:
         # S += w_t = a_t v, and the intercept sum
@@ -158,73 +199,72 @@ def _finish_batch(v, average_sum, scalars, counters, radius, project, counted):
 
 
 @numba.njit(cache=True)
-def _pegasos_epoch_dense(X, all_indices, y, weights, order, v, average_sum, scalars, counters,
-                         amounts, samples_seen, alpha, t0, batch_size, radius, project,
-                         fit_intercept, average_start, loss_code, loss_parameter):
+def _pegasos_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, settings):
     """One pass of mini-batch Pegasos over the rows ``order`` of a dense ``X``.
 
-    ``all_indices`` is ``np.arange(X.shape[1])`` and ``amounts`` a buffer of ``batch_size``
-    floats, both made by the caller: ``np.arange`` and ``np.zeros`` compiled here cost about
-    0.3 s of a cold first fit.
+    ``state`` is a :data:`PegasosArrays`, updated in place, ``samples_seen`` the samples seen
+    before the pass and ``settings`` a :data:`PegasosSettings`; returns the weighted loss
+    sum. ``all_indices`` is ``np.arange(X.shape[1])`` and ``state.amounts`` a buffer of
+    ``batch_size`` floats, both made by the caller: ``np.arange`` and ``np.zeros`` compiled
+    here cost about 0.3 s of a cold first fit.
     """
+    v, average_sum, scalars, counters, amounts = state
+    alpha, batch_size = settings.alpha, settings.batch_size
     loss_sum = 0.0
     n_samples = order.shape[0]
     for start in range(0, n_samples, batch_size):
         stop = min(start + batch_size, n_samples)
         size = stop - start
         # the paper's step size 1 / (lambda t), with t -> t + t0
-        eta = 1.0 / (alpha * (counters[_BATCHES_DONE] + t0))
+        eta = 1.0 / (alpha * (counters[_BATCHES_DONE] + settings.t0))
         # subgradients at (w_t, b_t) of every sample of the batch (the paper's A_t^+ for the
         # hinge), before any change
         for position in range(start, stop):
             i = order[position]
-            margin = y[i] * _score(all_indices, X[i], v, scalars[_SCALE], scalars[_INTERCEPT])
-            value, derivative = margin_loss(loss_code, margin, loss_parameter)
-            loss_sum += weights[i] * value
-            amounts[position - start] = -eta * weights[i] * y[i] / size * derivative
+            loss, amounts[position - start] = _sample_step(all_indices, X[i], y[i], weights[i],
+                                                           eta, size, v, scalars, settings)
+            loss_sum += loss
         # w_{t+1/2} = (1 - eta lambda) w_t + (eta / k) sum_{A_t^+} y x
         _shrink(1.0 - eta * alpha, v, average_sum, scalars)
         for position in range(start, stop):
             amount = amounts[position - start]
             if amount != 0.0:
-                _add_row(all_indices, X[order[position]], amount, v, average_sum, scalars)
-                if fit_intercept:
-                    scalars[_INTERCEPT] += amount
-        _finish_batch(v, average_sum, scalars, counters, radius, project,
-                      samples_seen + stop > average_start)
+                _apply_step(all_indices, X[order[position]], amount, v, average_sum, scalars,
+                            settings)
+        _finish_batch(v, average_sum, scalars, counters, settings,
+                      samples_seen + stop > settings.average_start)
     return loss_sum
 
 
 @numba.njit(cache=True)
-def _pegasos_epoch_sparse(data, indices, indptr, y, weights, order, v, average_sum, scalars,
-                          counters, amounts, samples_seen, alpha, t0, batch_size, radius,
-                          project, fit_intercept, average_start, loss_code, loss_parameter):
+def _pegasos_epoch_sparse(data, indices, indptr, y, weights, order, state, samples_seen,
+                          settings):
     """:func:`_pegasos_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
+    v, average_sum, scalars, counters, amounts = state
+    alpha, batch_size = settings.alpha, settings.batch_size
     loss_sum = 0.0
     n_samples = order.shape[0]
     for start in range(0, n_samples, batch_size):
         stop = min(start + batch_size, n_samples)
         size = stop - start
-        eta = 1.0 / (alpha * (counters[_BATCHES_DONE] + t0))  # as in the dense loop
+        eta = 1.0 / (alpha * (counters[_BATCHES_DONE] + settings.t0))  # as in the dense loop
         for position in range(start, stop):
             i = order[position]
             low, high = indptr[i], indptr[i + 1]
-            margin = y[i] * _score(indices[low:high], data[low:high], v, scalars[_SCALE],
-                                   scalars[_INTERCEPT])
-            value, derivative = margin_loss(loss_code, margin, loss_parameter)
-            loss_sum += weights[i] * value
-            amounts[position - start] = -eta * weights[i] * y[i] / size * derivative
+            loss, amounts[position - start] = _sample_step(indices[low:high], data[low:high],
+                                                           y[i], weights[i], eta, size, v,
+                                                           scalars, settings)
+            loss_sum += loss
         _shrink(1.0 - eta * alpha, v, average_sum, scalars)
         for position in range(start, stop):
             amount = amounts[position - start]
             if amount != 0.0:
                 i = order[position]
                 low, high = indptr[i], indptr[i + 1]
-                _add_row(indices[low:high], data[low:high], amount, v, average_sum, scalars)
-                if fit_intercept:
-                    scalars[_INTERCEPT] += amount
-        _finish_batch(v, average_sum, scalars, counters, radius, project,
-                      samples_seen + stop > average_start)
+                _apply_step(indices[low:high], data[low:high], amount, v, average_sum, scalars,
+                            settings)
+        _finish_batch(v, average_sum, scalars, counters, settings,
+                      samples_seen + stop > settings.average_start)
     return loss_sum
 
 
@@ -327,10 +367,16 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
     True
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Shalev-Shwartz et al. 2011, Pegasos"
+    _aliases = ("pegasos",)
+
     _allowed_penalties = ("l2",)
     _allowed_losses = ("hinge", "squared_hinge", "smoothed_hinge", "log_loss")
 
     _parameter_constraints = {
+        # the step 1 / (alpha t) of Pegasos needs alpha > 0
+        "alpha": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "projection": ["boolean"],
         "t0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -363,12 +409,11 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
     # ------------------------------------------------------------------ hooks
     def _resolve_parameters(self):
         resolved = self._common_parameters()
-        resolved["alpha"] = check_positive(self.alpha, "alpha")
-        resolved["batch_size"] = check_positive_int(self.batch_size, "batch_size")
-        if isinstance(self.t0, str) and self.t0 == "auto":
+        resolved["batch_size"] = int(self.batch_size)
+        if isinstance(self.t0, str):  # "auto"
             t0 = max(1.0, 1.0 / resolved["alpha"])
         else:
-            t0 = check_positive(self.t0, "t0")
+            t0 = float(self.t0)
         if t0 < 1.0:
             raise ValueError(
                 f"t0={self.t0!r} must be 'auto' or a number >= 1: the first step "
@@ -376,8 +421,6 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
                 "becomes negative."
             )
         resolved["t0"] = t0
-        if not isinstance(self.projection, (bool, np.bool_)):
-            raise TypeError(f"projection must be True or False, got {self.projection!r}.")
         resolved["average_start"] = self._check_average(self.average)
         resolved["loss_parameter"] = resolved["loss"].default_parameter
         return resolved
@@ -408,15 +451,15 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
         # ||v||^2 is kept incrementally inside the loop; refresh it exactly once per epoch
         state["scalars"][_NORM_SQUARED] = float(np.dot(v, v))
         start = state["average_start"]
-        loss = resolved["loss"]
-        arguments = (
-            y, weights, order, v, state["average_sum"], state["scalars"], state["counters"],
-            np.zeros(resolved["batch_size"]), int(state["samples_seen"]), resolved["alpha"],
-            resolved["t0"], resolved["batch_size"], self._radius(weights, resolved),
-            bool(self.projection), bool(self.fit_intercept),
-            np.iinfo(np.int64).max if start is None else start, loss.code,
-            float(resolved["loss_parameter"]),
-        )
+        settings = PegasosSettings(
+            alpha=resolved["alpha"], t0=resolved["t0"], batch_size=resolved["batch_size"],
+            radius=self._radius(weights, resolved), project=bool(self.projection),
+            fit_intercept=bool(self.fit_intercept),
+            average_start=_NO_AVERAGE if start is None else start,
+            loss_code=resolved["loss"].code, loss_parameter=float(resolved["loss_parameter"]))
+        arrays = PegasosArrays(v, state["average_sum"], state["scalars"], state["counters"],
+                               np.zeros(resolved["batch_size"]))
+        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
         if is_sparse(X):
             loss_sum = _pegasos_epoch_sparse(*as_csr_arrays(X), *arguments)
         else:

@@ -97,6 +97,7 @@ skipped). Without averaging none of this is kept: the state is :math:`G` and :ma
 
 from __future__ import annotations
 
+from collections import namedtuple
 from numbers import Real
 
 import numba
@@ -104,7 +105,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._core.losses import margin_loss
-from .._core.validation import check_nonnegative, check_positive
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
 __all__ = ["RDAClassifier"]
@@ -123,12 +123,31 @@ _NO_AVERAGE = np.iinfo(np.int64).max
 # once more for that literal besides the ``int64`` specialization
 _ZERO = np.int64(0)
 
+#: Scalar settings of one call of :func:`_rda_epoch_dense` / :func:`_rda_epoch_sparse`:
+#: :math:`\gamma` of :math:`\beta_t = \gamma\sqrt t` (``gamma``), the penalty split as
+#: ``l1_strength`` :math:`= \alpha\rho_1` and ``l2_strength`` :math:`= \alpha(1 - \rho_1)`,
+#: ``boost_gamma`` :math:`= \rho\gamma` (the enhanced l1-RDA), ``fit_intercept`` (a bool),
+#: the first step that is not averaged, ``average_start`` (``_NO_AVERAGE`` without
+#: averaging), ``averaging`` (a bool: whether the averaged sums are kept) and the margin loss
+#: (``loss_code``, ``loss_parameter``, see :mod:`stochsvm._core.losses`).
+RDASettings = namedtuple("RDASettings", [
+    "gamma", "l1_strength", "l2_strength", "boost_gamma", "fit_intercept", "average_start",
+    "averaging", "loss_code", "loss_parameter"])
+
+#: The solver state, updated in place: the gradient sums ``gradient_sum`` (:math:`G`), the
+#: sums of the averaged iterates ``coef_sum``, the step ``last[j]`` through which
+#: ``coef_sum[j]`` is summed, ``scalars`` (intercept gradient sum, intercept sum) and
+#: ``history`` (the running sums :math:`P^A_q, P^B_q` of the module docstring, one row per
+#: step of the current block). Without averaging ``coef_sum`` and ``last`` are empty and
+#: ``history`` has one row.
+RDAArrays = namedtuple("RDAArrays", ["gradient_sum", "coef_sum", "last", "scalars", "history"])
+
 
 # --------------------------------------------------------------------------------------
 # compiled loop
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True, inline="always")
-def _step_constants(count, gamma, l1_strength, l2_strength, boost_gamma):
+def _step_constants(count, settings):
     """``(1/t, lambda_t, 1/(alpha (1 - l1_ratio) + gamma/sqrt t))`` for ``t = count``.
 
     ``count = 0`` (no gradient yet) gives zeros, so that the iterate is ``w_1 = 0``.
@@ -137,8 +156,8 @@ def _step_constants(count, gamma, l1_strength, l2_strength, boost_gamma):
         return 0.0, 0.0, 0.0
     root = np.sqrt(float(count))
     inverse_count = 1.0 / count
-    threshold = l1_strength + boost_gamma / root
-    scale = root / (l2_strength * root + gamma)
+    threshold = settings.l1_strength + settings.boost_gamma / root
+    scale = root / (settings.l2_strength * root + settings.gamma)
     return inverse_count, threshold, scale
 
 
@@ -220,7 +239,11 @@ def _catch_up(j, now, gradient_sum, coef_sum, last, history, block_start, averag
 def _flush(now, gradient_sum, coef_sum, last, history, block_start, average_start,
            l1_strength, boost_gamma):
     """Bring every coordinate's averaged sum to step ``block_start + now``; start a new
-    block there and return its first step."""
+    block there and return its first step.
+
+    Called inside the loops, it takes scalars rather than the :data:`RDASettings` record:
+    a record passed to an out-of-line call there makes the loops' machine code slower.
+    """
     for j in range(gradient_sum.shape[0]):
         _catch_up(j, now, gradient_sum, coef_sum, last, history, block_start, average_start,
                   l1_strength, boost_gamma)
@@ -231,14 +254,16 @@ def _flush(now, gradient_sum, coef_sum, last, history, block_start, average_star
 
 @numba.njit(cache=True, inline="always")
 def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, last, scalars,
-              history, block_start, now, gamma, l1_strength, l2_strength, boost_gamma,
-              fit_intercept, average_start, averaging, loss_code,
-              loss_parameter):
+              history, block_start, now, settings):
     """One RDA step on one sample, step ``block_start + now + 1`` overall; returns the
-    sample's weighted loss at the iterate before the step."""
+    sample's weighted loss at the iterate before the step.
+
+    The arrays are the fields of an :data:`RDAArrays`, passed one by one: unpacking the
+    record here, once per sample, would cost reference counting in the hot loop.
+    """
+    gamma, average_start, averaging = settings.gamma, settings.average_start, settings.averaging
     previous = block_start + now  # t - 1: gradients summed so far
-    inverse_count, threshold, scale = _step_constants(previous, gamma, l1_strength,
-                                                      l2_strength, boost_gamma)
+    inverse_count, threshold, scale = _step_constants(previous, settings)
     intercept = 0.0
     if previous > 0:
         intercept = -scalars[_INTERCEPT_GRADIENT_SUM] / (gamma * np.sqrt(float(previous)))
@@ -253,12 +278,12 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
             # closed form, then w_t itself (unless a flush at step t - 1 already added it)
             if last[j] < previous - 1:
                 _catch_up(j, now - 1, gradient_sum, coef_sum, last, history, block_start,
-                          average_start, l1_strength, boost_gamma)
+                          average_start, settings.l1_strength, settings.boost_gamma)
             if counted and last[j] < previous:
                 coef_sum[j] += coefficient
         score += coefficient * row_values[position]
     margin = label * score
-    value, derivative = margin_loss(loss_code, margin, loss_parameter)
+    value, derivative = margin_loss(settings.loss_code, margin, settings.loss_parameter)
     loss = weight * value
     # derivative of s * loss(y (w.x + b)) with respect to the score w.x + b
     gradient = weight * derivative * label
@@ -268,29 +293,31 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
         if averaging:
             last[j] = previous  # summed through the iterate after step t - 1
     step = previous + 1
-    if fit_intercept:
+    if settings.fit_intercept:
         scalars[_INTERCEPT_GRADIENT_SUM] += gradient
     if averaging:
         if step > average_start:
             scalars[_INTERCEPT_SUM] += -scalars[_INTERCEPT_GRADIENT_SUM] / (
                 gamma * np.sqrt(float(step)))
         # running sums P^A, P^B of the iterate after this step, for the skipped coordinates
-        inverse_count, threshold, scale = _step_constants(step, gamma, l1_strength,
-                                                          l2_strength, boost_gamma)
+        inverse_count, threshold, scale = _step_constants(step, settings)
         history[now + 1, _SUM_A] = history[now, _SUM_A] + inverse_count * scale
         history[now + 1, _SUM_B] = history[now, _SUM_B] + threshold * scale
     return loss
 
 
 @numba.njit(cache=True)
-def _rda_epoch_dense(X, all_indices, y, weights, order, gradient_sum, coef_sum, last, scalars,
-                     history, samples_seen, gamma, l1_strength, l2_strength, boost_gamma,
-                     fit_intercept, average_start, averaging, loss_code, loss_parameter):
+def _rda_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, settings):
     """One RDA pass over the rows ``order`` of a dense ``X``; returns the weighted loss sum.
 
-    ``all_indices`` is ``np.arange(X.shape[1])``, made by the caller: ``np.arange`` compiled
-    here costs about 0.2 s of a cold first fit.
+    ``state`` is an :data:`RDAArrays`, updated in place, ``samples_seen`` the steps taken
+    before the pass and ``settings`` an :data:`RDASettings`. ``all_indices`` is
+    ``np.arange(X.shape[1])``, made by the caller: ``np.arange`` compiled here costs about
+    0.2 s of a cold first fit.
     """
+    averaging, average_start = settings.averaging, settings.average_start
+    l1_strength, boost_gamma = settings.l1_strength, settings.boost_gamma
+    gradient_sum, coef_sum, last, scalars, history = state
     block_start = samples_seen
     now = _ZERO
     history[0, _SUM_A] = 0.0
@@ -303,9 +330,7 @@ def _rda_epoch_dense(X, all_indices, y, weights, order, gradient_sum, coef_sum, 
                                  average_start, l1_strength, boost_gamma)
             now = _ZERO
         loss_sum += _rda_step(all_indices, X[i], y[i], weights[i], gradient_sum, coef_sum,
-                              last, scalars, history, block_start, now, gamma, l1_strength,
-                              l2_strength, boost_gamma, fit_intercept, average_start,
-                              averaging, loss_code, loss_parameter)
+                              last, scalars, history, block_start, now, settings)
         now += 1
     if averaging:
         _flush(now, gradient_sum, coef_sum, last, history, block_start, average_start,
@@ -314,11 +339,11 @@ def _rda_epoch_dense(X, all_indices, y, weights, order, gradient_sum, coef_sum, 
 
 
 @numba.njit(cache=True)
-def _rda_epoch_sparse(data, indices, indptr, y, weights, order, gradient_sum, coef_sum, last,
-                      scalars, history, samples_seen, gamma, l1_strength, l2_strength,
-                      boost_gamma, fit_intercept, average_start, averaging, loss_code,
-                      loss_parameter):
+def _rda_epoch_sparse(data, indices, indptr, y, weights, order, state, samples_seen, settings):
     """:func:`_rda_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
+    averaging, average_start = settings.averaging, settings.average_start
+    l1_strength, boost_gamma = settings.l1_strength, settings.boost_gamma
+    gradient_sum, coef_sum, last, scalars, history = state
     block_start = samples_seen
     now = _ZERO
     history[0, _SUM_A] = 0.0
@@ -333,9 +358,7 @@ def _rda_epoch_sparse(data, indices, indptr, y, weights, order, gradient_sum, co
         low, high = indptr[i], indptr[i + 1]
         loss_sum += _rda_step(indices[low:high], data[low:high], y[i], weights[i],
                               gradient_sum, coef_sum, last, scalars, history, block_start, now,
-                              gamma, l1_strength, l2_strength, boost_gamma, fit_intercept,
-                              average_start, averaging, loss_code,
-                              loss_parameter)
+                              settings)
         now += 1
     if averaging:
         # the averaged sums of every coordinate are exact at the end of the pass
@@ -480,6 +503,10 @@ class RDAClassifier(BaseStochasticLinearClassifier):
     True
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Xiao 2010, Regularized dual averaging"
+    _aliases = ("rda",)
+
     _allowed_penalties = ("l1", "l2", "elasticnet")
     _allowed_losses = ("hinge", "squared_hinge", "smoothed_hinge", "log_loss")
 
@@ -514,8 +541,8 @@ class RDAClassifier(BaseStochasticLinearClassifier):
     # ------------------------------------------------------------------ hooks
     def _resolve_parameters(self):
         resolved = self._common_parameters()
-        resolved["gamma"] = check_positive(self.gamma, "gamma")
-        resolved["sparsity_boost"] = check_nonnegative(self.sparsity_boost, "sparsity_boost")
+        resolved["gamma"] = float(self.gamma)
+        resolved["sparsity_boost"] = float(self.sparsity_boost)
         resolved["average_start"] = self._check_average(self.average)
         resolved["loss_parameter"] = resolved["loss"].default_parameter
         alpha, l1_ratio = resolved["alpha"], resolved["l1_ratio"]
@@ -540,15 +567,15 @@ class RDAClassifier(BaseStochasticLinearClassifier):
 
     def _run_epoch(self, state, X, y, weights, order, resolved):
         start = state["average_start"]
-        loss = resolved["loss"]
-        arguments = (
-            y, weights, order, state["gradient_sum"], state["coef_sum"], state["last"],
-            state["scalars"], state["history"], int(state["samples_seen"]), resolved["gamma"],
-            resolved["l1_strength"], resolved["l2_strength"], resolved["boost_gamma"],
-            bool(self.fit_intercept), _NO_AVERAGE if start is None else start,
-            start is not None, loss.code,
-            float(resolved["loss_parameter"]),
-        )
+        settings = RDASettings(
+            gamma=resolved["gamma"], l1_strength=resolved["l1_strength"],
+            l2_strength=resolved["l2_strength"], boost_gamma=resolved["boost_gamma"],
+            fit_intercept=bool(self.fit_intercept),
+            average_start=_NO_AVERAGE if start is None else start, averaging=start is not None,
+            loss_code=resolved["loss"].code, loss_parameter=float(resolved["loss_parameter"]))
+        arrays = RDAArrays(state["gradient_sum"], state["coef_sum"], state["last"],
+                           state["scalars"], state["history"])
+        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
         if is_sparse(X):
             loss_sum = _rda_epoch_sparse(*as_csr_arrays(X), *arguments)
         else:

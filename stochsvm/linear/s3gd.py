@@ -29,7 +29,8 @@ predict the samples' (eq. 9).
 
 *Sparse rows.* On CSR input :math:`\nabla H(\tilde w)` is the same at every inner step of an
 outer loop, so a coordinate that no row of a mini-batch touches takes the affine (l2) or
-prox-only step of the lazy loops of :mod:`stochsvm.linear.sgd`, caught up in closed form: an
+prox-only step of the lazy loops of :mod:`stochsvm.linear.proximal_steps`, caught up in
+closed form: an
 inner step costs :math:`O(p\,\mathrm{nnz})` instead of :math:`O(d)`. The outer loop still
 costs :math:`O(dm)`, as much as :math:`m d / \mathrm{nnz}` rows; ``inner_iter="auto"``
 lengthens the inner loop to match (see the estimator).
@@ -39,6 +40,7 @@ With ``class_weight="balanced"`` the loss is the class-balanced loss of eq. (46)
 
 from __future__ import annotations
 
+from collections import namedtuple
 from numbers import Integral
 
 import numba
@@ -50,16 +52,10 @@ from .._core.kernels import check_machine_memory
 from .._core.losses import margin_loss_derivative
 from .._core.sampling import uniform_batches
 from .._core.state import ArrayField
-from .._core.validation import check_choice, check_positive_int
 from ._base import is_sparse
 from .anchors import BANDWIDTHS, build_anchor_graph, class_products, select_anchors
-from .sgd import (
-    _INTERCEPT,
-    _NO_AVERAGE,
-    BaseMiniBatchProxClassifier,
-    _accumulate_dense_row,
-    _apply_step,
-)
+from .proximal_steps import INTERCEPT, accumulate_dense_row, apply_step
+from .sgd import BaseMiniBatchProxClassifier
 
 __all__ = ["S3GDClassifier"]
 
@@ -67,20 +63,42 @@ __all__ = ["S3GDClassifier"]
 _PAPER_INNER_ITER = 20
 
 
+#: The anchor graph of one binary problem as the compiled loop reads it: the anchors' rows
+#: ``anchors`` (:math:`m \times d`), the class products ``plus_product`` and
+#: ``minus_product`` of eq. (22) split by class (with ``logistic``, the single product
+#: :math:`P + Q` and the row :math:`Q^\top 1`, see :func:`_outer_gradient`), and each
+#: sample's :math:`k` anchors ``neighbor_index`` with their weights ``neighbor_weight``
+#: (eq. 14).
+AnchorTerms = namedtuple("AnchorTerms", [
+    "anchors", "plus_product", "minus_product", "neighbor_index", "neighbor_weight",
+    "logistic"])
+
+#: The outer loop's values at the snapshot, updated in place: ``snapshot``
+#: :math:`(\tilde w, \tilde b)`, the anchor scores :math:`a_j = \tilde w^\top z_j + \tilde b`
+#: (``anchor_scores``, eq. 21), the anchor derivatives :math:`\ell'(\pm a_j)`
+#: (``derivative_plus``, ``derivative_minus``) and :math:`\nabla H(\tilde w)`
+#: (``full_gradient``, eq. 22, intercept last).
+SnapshotTerms = namedtuple("SnapshotTerms", [
+    "snapshot", "anchor_scores", "derivative_plus", "derivative_minus", "full_gradient"])
+
+
 # --------------------------------------------------------------------------------------
 # compiled loop
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True, inline="always")
-def _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
-                    derivative_minus, full_gradient, n_samples, logistic, loss_code,
-                    loss_parameter):
+def _outer_gradient(anchor_terms, snapshot_terms, n_samples, settings):
     r"""Eqs. (21)-(22), split by class: anchor derivatives and grad H in O(dm).
 
+    Reads ``snapshot_terms.anchor_scores`` and writes its derivatives and full gradient.
     With ``logistic``, ``plus_product`` holds :math:`P + Q` and ``minus_product`` one row
     :math:`Q^\top 1`: since :math:`\ell'(-a) = -1 - \ell'(a)` for the logistic loss,
     :math:`P d(a) - Q d(-a) = (P + Q) d(a) + Q^\top 1` (the paper's trick after eq. 25), one
     product instead of two.
     """
+    plus_product, minus_product = anchor_terms.plus_product, anchor_terms.minus_product
+    logistic = anchor_terms.logistic
+    _, anchor_scores, derivative_plus, derivative_minus, full_gradient = snapshot_terms
+    loss_code, loss_parameter = settings.loss_code, settings.loss_parameter
     full_gradient[:] = 0.0
     for j in range(anchor_scores.shape[0]):
         derivative_plus[j] = margin_loss_derivative(loss_code, anchor_scores[j],
@@ -101,9 +119,11 @@ def _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
 
 
 @numba.njit(cache=True, inline="always")
-def _control(i, y, weights, neighbor_index, neighbor_weight, derivative_plus,
-             derivative_minus):
+def _control(i, y, weights, anchor_terms, snapshot_terms):
     """Eq. (19): the coefficient of x_i in grad h_i(snapshot)."""
+    neighbor_index, neighbor_weight = anchor_terms.neighbor_index, anchor_terms.neighbor_weight
+    derivative_plus = snapshot_terms.derivative_plus
+    derivative_minus = snapshot_terms.derivative_minus
     total = 0.0
     label = y[i]
     for position in range(neighbor_index.shape[1]):
@@ -116,17 +136,22 @@ def _control(i, y, weights, neighbor_index, neighbor_weight, derivative_plus,
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, minus_product,
-                      neighbor_index, neighbor_weight, coef, coef_sum, scalars, buffer,
-                      gradient, anchor_scores, derivative_plus, derivative_minus,
-                      full_gradient, snapshot, refresh, step, strength, l1_ratio, fit_intercept,
-                      average_start, logistic, loss_code, loss_parameter):
+def _s3gd_epoch_dense(X, y, weights, batches, n_inner, refresh, anchor_terms, snapshot_terms,
+                      state, settings):
     """Outer loops of Alg. 1 over the rows of ``batches`` (``n_inner`` steps each), dense X.
 
-    ``snapshot`` holds :math:`(\\tilde w, \\tilde b)`; with ``refresh`` it is set to the
-    current iterate at the start of every outer loop (Alg. 1 line 5), otherwise the stored
-    one is used (the gradient diagnostic).
+    ``anchor_terms`` is an :class:`AnchorTerms`, ``snapshot_terms`` a :class:`SnapshotTerms`
+    (work arrays, and the snapshot), ``state`` an
+    :class:`~stochsvm.linear.proximal_steps.IterateState` and ``settings`` a
+    :class:`~stochsvm.linear.proximal_steps.StepSettings`. ``snapshot_terms.snapshot`` holds
+    :math:`(\tilde w, \tilde b)`; with ``refresh`` it is set to the current iterate at the
+    start of every outer loop (Alg. 1 line 5), otherwise the stored one is used (the
+    gradient diagnostic).
     """
+    anchors = anchor_terms.anchors
+    snapshot, anchor_scores = snapshot_terms.snapshot, snapshot_terms.anchor_scores
+    full_gradient = snapshot_terms.full_gradient
+    coef, scalars, buffer = state.coef, state.scalars, state.buffer
     no_moment = np.zeros((0, 0))
     batch_size = batches.shape[1]
     loss_sum = 0.0
@@ -138,25 +163,20 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, anchors, plus_product, mi
                 # shape-mismatch message formatting, 1.9 s of a cold first fit (measured)
                 for column in range(coef.shape[0]):
                     snapshot[column] = coef[column]
-                snapshot[-1] = scalars[_INTERCEPT]
+                snapshot[-1] = scalars[INTERCEPT]
             for j in range(anchors.shape[0]):
                 score = snapshot[-1]
                 for column in range(anchors.shape[1]):
                     score += anchors[j, column] * snapshot[column]
                 anchor_scores[j] = score
-            _outer_gradient(plus_product, minus_product, anchor_scores, derivative_plus,
-                            derivative_minus, full_gradient, X.shape[0], logistic,
-                            loss_code, loss_parameter)
+            _outer_gradient(anchor_terms, snapshot_terms, X.shape[0], settings)
         for q in range(batch_size):
             i = batches[t, q]
-            control = _control(i, y, weights, neighbor_index, neighbor_weight,
-                               derivative_plus, derivative_minus)
-            loss_sum += _accumulate_dense_row(X[i], y[i], weights[i], control, 0.0, coef,
-                                              scalars[_INTERCEPT], buffer, loss_code,
-                                              loss_parameter)
+            control = _control(i, y, weights, anchor_terms, snapshot_terms)
+            loss_sum += accumulate_dense_row(X[i], y[i], weights[i], control, 0.0, coef,
+                                             scalars[INTERCEPT], buffer, settings)
         # eq. (8) + prox step (eqs. 11-12)
-        _apply_step(buffer, batch_size, full_gradient, no_moment, 0.0, buffer, coef, coef_sum,
-                    scalars, gradient, step, strength, l1_ratio, fit_intercept, average_start)
+        apply_step(batch_size, full_gradient, no_moment, 0.0, state, settings)
     return loss_sum
 
 
@@ -268,6 +288,10 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
     True
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Mu, Liu & Fan, Stochastic gradient made stable: a manifold propagation approach"
+    _aliases = ("s3gd",)
+
     _fitted_fields = {"anchor_indices_": ArrayField("int", (None,), minimum=0)}
 
     _parameter_constraints = {
@@ -311,11 +335,10 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()
-        resolved["n_anchors"] = check_positive_int(self.n_anchors, "n_anchors")
-        resolved["n_neighbors"] = check_positive_int(self.n_neighbors, "n_neighbors")
-        resolved["inner_iter"] = ("auto" if self.inner_iter == "auto"
-                                  else check_positive_int(self.inner_iter, "inner_iter"))
-        resolved["bandwidth"] = check_choice(self.bandwidth, "bandwidth", BANDWIDTHS)
+        resolved["n_anchors"] = int(self.n_anchors)
+        resolved["n_neighbors"] = int(self.n_neighbors)
+        resolved["inner_iter"] = "auto" if self.inner_iter == "auto" else int(self.inner_iter)
+        resolved["bandwidth"] = self.bandwidth
         if resolved["n_neighbors"] > resolved["n_anchors"]:
             raise ValueError(
                 f"n_neighbors={self.n_neighbors} exceeds n_anchors={self.n_anchors}; each "
@@ -341,8 +364,7 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
             f"{self.n_anchors} (m = {n_anchors}) and n_neighbors={self.n_neighbors} "
             f"(k = {n_neighbors}) on {n_samples} samples x {n_features} features",
             "Lower n_neighbors (the paper's k is 5) or n_anchors.")
-        seed = np.random.RandomState(
-            np.random.default_rng(_seed_of(self.random_state)).integers(2**31 - 1))
+        seed = self._clustering_random_state()
         anchors = select_anchors(X, n_anchors, random_state=seed)
         graph = build_anchor_graph(X, anchors, min(n_neighbors, len(anchors)),
                                    resolved["bandwidth"])
@@ -387,7 +409,6 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         problem = self._problem(state, X, y, weights, resolved)
         graph = self._prepared["graph"]
         anchors = self._prepared["anchors"]
-        loss = resolved["loss"]
         batch_size, inner = resolved["batch_size"], self._inner_length(X, resolved)
         n_outer = self._steps_per_epoch(X.shape[0], resolved, inner) if n_draws is None else 1
         n_inner = inner if n_draws is None else n_draws
@@ -398,18 +419,16 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
                                                 refresh=n_draws is None)
         else:
             n_anchors = graph.n_anchors
-            start = state["average_start"]
+            anchor_terms = AnchorTerms(anchors, problem["plus_product"],
+                                       problem["minus_product"], graph.neighbor_index,
+                                       graph.neighbor_weight, problem["logistic"])
+            snapshot_terms = SnapshotTerms(state["snapshot"], np.empty(n_anchors),
+                                           np.empty(n_anchors), np.empty(n_anchors),
+                                           np.empty(state["coef"].shape[0] + 1))
             loss_sum = _s3gd_epoch_dense(
                 X, np.ascontiguousarray(y, dtype=np.float64), weights, all_batches, n_inner,
-                anchors, problem["plus_product"], problem["minus_product"],
-                graph.neighbor_index, graph.neighbor_weight, state["coef"], state["coef_sum"],
-                state["scalars"], state["buffer"], state["gradient"], np.empty(n_anchors),
-                np.empty(n_anchors), np.empty(n_anchors),
-                np.empty(state["coef"].shape[0] + 1), state["snapshot"], n_draws is None,
-                float(step), float(step * resolved["alpha"]), float(resolved["l1_ratio"]),
-                bool(self.fit_intercept),
-                _NO_AVERAGE if (start is None or not averaging) else int(start),
-                problem["logistic"], loss.code, float(resolved["loss_parameter"]))
+                n_draws is None, anchor_terms, snapshot_terms, self._iterate_state(state),
+                self._step_settings(state, step, resolved, averaging))
         state["outer_loops"] = state.get("outer_loops", 0) + n_outer
         return loss_sum, all_batches.size
 
@@ -417,9 +436,9 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
                             problem, step, resolved, averaging, refresh):
         """The outer loops of Alg. 1 on CSR ``X``: eqs. (19)-(22) at the snapshot in NumPy
         (one matrix-vector product with the class products), then the inner steps by the
-        lazy loops of :mod:`stochsvm.linear.sgd` (the full-gradient term is the same at every
-        step of an outer loop, so a coordinate no row touches is caught up in closed form;
-        :func:`_s3gd_epoch_sparse` is the step-by-step loop they are tested against)."""
+        lazy loops of :mod:`stochsvm.linear.proximal_steps` (the full-gradient term is the
+        same at every step of an outer loop, so a coordinate no row touches is caught up in
+        closed form; the tests compare them with a NumPy twin that takes every step)."""
         graph = self._prepared["graph"]
         anchors = self._prepared["anchors"]
         loss, parameter = resolved["loss"], resolved["loss_parameter"]
@@ -431,7 +450,7 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         for outer in range(n_outer):
             if refresh:  # Alg. 1 lines 5-6 (the gradient diagnostic keeps the snapshot)
                 snapshot[:-1] = state["coef"]
-                snapshot[-1] = state["scalars"][_INTERCEPT]
+                snapshot[-1] = state["scalars"][INTERCEPT]
             anchor_scores = np.asarray(anchors @ snapshot[:-1]).ravel() + snapshot[-1]
             derivative_plus = loss.derivative(anchor_scores, parameter)
             derivative_minus = loss.derivative(-anchor_scores, parameter)
@@ -458,11 +477,3 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         record["outer_loops"] = int(state.get("outer_loops", 0))
         return record
 
-
-def _seed_of(random_state):
-    """An integer seed derived from ``random_state`` without advancing a shared instance."""
-    if random_state is None:
-        return None
-    if isinstance(random_state, (int, np.integer)):
-        return int(random_state)
-    return int(random_state.get_state()[1][0])

@@ -43,6 +43,7 @@ scalar times a vector (see :func:`_sadmm_epoch_sparse_l2`).
 
 from __future__ import annotations
 
+from collections import namedtuple
 from numbers import Integral, Real
 
 import numba
@@ -50,7 +51,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.penalties import prox_repeated, prox_repeated_sum
-from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import (
     BaseStochasticLinearClassifier,
     as_csr_arrays,
@@ -59,6 +59,24 @@ from ._base import (
 )
 
 __all__ = ["SADMMClassifier"]
+
+_NO_AVERAGE = np.iinfo(np.int64).max
+
+#: Scalar settings of one pass (:func:`_sadmm_epoch_dense`, :func:`_sadmm_epoch_sparse`,
+#: :func:`_sadmm_epoch_sparse_l2`): the pass's :math:`\rho` (``rho``), the prox of
+#: :math:`(\alpha/\rho) R` as ``threshold`` :math:`= (\alpha/\rho)\rho_1` and shrink
+#: ``factor`` :math:`= 1/(1 + (\alpha/\rho)(1 - \rho_1))`, with ``strength``
+#: :math:`= \alpha/\rho` and ``l1_ratio`` :math:`\rho_1` themselves, ``fit_intercept`` (a
+#: bool), the first step that is not averaged, ``average_start`` (``_NO_AVERAGE`` without
+#: averaging), and ``track_w`` (a bool: whether the averaged ``w`` is summed too).
+SADMMSettings = namedtuple("SADMMSettings", [
+    "rho", "threshold", "factor", "strength", "l1_ratio", "fit_intercept", "average_start",
+    "track_w"])
+
+#: The solver state, updated in place: ``z``, the scaled multiplier ``nu`` :math:`= \mu/\rho`,
+#: the step ``last[j]`` up to which coordinate ``j`` is current (sparse passes), the sums of
+#: the averaged iterates ``z_sum`` and ``w_sum``, and ``scalars`` (intercept, intercept sum).
+SADMMArrays = namedtuple("SADMMArrays", ["z", "nu", "last", "z_sum", "w_sum", "scalars"])
 
 
 # --------------------------------------------------------------------------------------
@@ -78,8 +96,9 @@ def _prox(value, threshold, factor):
 
 
 @numba.njit(cache=True)
-def _prox_power(value, count, threshold, factor, factor_power, strength, l1_ratio):
+def _prox_power(value, count, factor_power, settings):
     """``count`` successive prox steps; ``factor_power`` is ``factor ** count`` (from a table)."""
+    threshold, factor = settings.threshold, settings.factor
     if count <= 0 or value == 0.0:
         return value
     if threshold == 0.0:  # l2: a geometric shrink
@@ -89,14 +108,14 @@ def _prox_power(value, count, threshold, factor, factor_power, strength, l1_rati
         if magnitude <= 0.0:
             return 0.0
         return magnitude if value > 0.0 else -magnitude
-    return prox_repeated(value, strength, l1_ratio, count)
+    return prox_repeated(value, settings.strength, settings.l1_ratio, count)
 
 
 @numba.njit(cache=True)
-def _prox_power_sum(value, count, threshold, factor, factor_power, geometric, strength,
-                    l1_ratio):
+def _prox_power_sum(value, count, factor_power, geometric, settings):
     """``prox^1(value) + ... + prox^count(value)``; ``geometric`` is ``factor / (1 - factor)``
     (unused when ``factor == 1``)."""
+    threshold, factor = settings.threshold, settings.factor
     if count <= 0 or value == 0.0:
         return 0.0
     if threshold == 0.0:
@@ -112,7 +131,7 @@ def _prox_power_sum(value, count, threshold, factor, factor_power, geometric, st
             return 0.0
         total = positive * magnitude - threshold * positive * (positive + 1) / 2.0
         return total if value > 0.0 else -total
-    return prox_repeated_sum(value, strength, l1_ratio, count)
+    return prox_repeated_sum(value, settings.strength, settings.l1_ratio, count)
 
 
 @numba.njit(cache=True)
@@ -128,18 +147,20 @@ def _factor_powers(factor, length):
 
 # inlined at the numba level: 15% of the l1 CSR pass went into the call (measured)
 @numba.njit(cache=True, inline="always")
-def _skipped_steps(z0, nu0, skipped, silent, threshold, factor, geometric, power_silent,
-                   power_counted, power_counted_1, power_counted_2, strength, l1_ratio, track_w):
+def _skipped_steps(z0, nu0, skipped, silent, skipped_powers, geometric, settings):
     """Closed form of ``skipped`` steps on a coordinate absent from the samples.
 
     With :math:`x_j = 0` eq. (12) reduces to :math:`z' = \\operatorname{prox}(z)`,
     :math:`\\nu' = z - z'` and :math:`w = z - \\nu`. The first ``silent`` steps precede the
-    averaging window; the others add their ``z`` and (when ``track_w``) ``w`` to the
-    sums. ``power_silent`` is ``factor ** (silent - 1)`` and ``power_counted[_1, _2]`` are
-    ``factor ** (counted [- 1, - 2])`` with ``counted = skipped - silent`` (scalars read from
-    the pass's table by the caller: an array argument would cost more than the arithmetic).
+    averaging window; the others add their ``z`` and (when ``settings.track_w``) ``w`` to the
+    sums. ``skipped_powers`` is ``(power_silent, power_counted, power_counted_1,
+    power_counted_2)``: ``factor ** (silent - 1)`` and ``factor ** (counted [- 1, - 2])`` with
+    ``counted = skipped - silent`` (scalars read from the pass's table by the caller: an array
+    argument would cost more than the arithmetic); ``geometric`` is ``factor / (1 - factor)``.
     Returns ``(z, nu, z_total, w_total)``.
     """
+    power_silent, power_counted, power_counted_1, power_counted_2 = skipped_powers
+    threshold, factor, track_w = settings.threshold, settings.factor, settings.track_w
     if silent == 0 and not track_w:
         # the common cases first, without divisions or loops
         if z0 == 0.0:  # zero stays zero, and so does nu after a step
@@ -155,30 +176,25 @@ def _skipped_steps(z0, nu0, skipped, silent, threshold, factor, geometric, power
     z_total = 0.0
     w_total = 0.0
     if silent > 0:
-        z_before = _prox_power(z0, silent - 1, threshold, factor, power_silent, strength,
-                               l1_ratio)
+        z_before = _prox_power(z0, silent - 1, power_silent, settings)
         z_after = _prox(z_before, threshold, factor)
         nu0 = z_before - z_after
         z0 = z_after
     counted = skipped - silent
     if counted > 0:
         # z of the counted steps: prox^1(z0) + ... + prox^counted(z0)
-        z_total = _prox_power_sum(z0, counted, threshold, factor, power_counted, geometric,
-                                  strength, l1_ratio)
-        z_before = _prox_power(z0, counted - 1, threshold, factor, power_counted_1,
-                               strength, l1_ratio)
+        z_total = _prox_power_sum(z0, counted, power_counted, geometric, settings)
+        z_before = _prox_power(z0, counted - 1, power_counted_1, settings)
         z_after = _prox(z_before, threshold, factor)
         if track_w:
             # w at a skipped step is z_prev - nu_prev: z0 - nu0 at the first one and
             # 2 z^(i-1) - z^(i-2) afterwards
             w_total = z0 - nu0
             if counted >= 2:
-                w_total += 2.0 * _prox_power_sum(z0, counted - 1, threshold, factor,
-                                                 power_counted_1, geometric, strength,
-                                                 l1_ratio)
-                w_total -= z0 + _prox_power_sum(z0, counted - 2, threshold, factor,
-                                                power_counted_2, geometric, strength,
-                                                l1_ratio)
+                w_total += 2.0 * _prox_power_sum(z0, counted - 1, power_counted_1, geometric,
+                                                 settings)
+                w_total -= z0 + _prox_power_sum(z0, counted - 2, power_counted_2, geometric,
+                                                settings)
         nu0 = z_before - z_after
         z0 = z_after
     return z0, nu0, z_total, w_total
@@ -187,13 +203,18 @@ def _skipped_steps(z0, nu0, skipped, silent, threshold, factor, geometric, power
 # "reassoc" lets LLVM vectorize the three dot products (sums in a different order, not a
 # different result beyond rounding); no flag that assumes finite values is set.
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _sadmm_epoch_dense(X, y, weights, order, z, nu, z_sum, w_sum, scalars, step, rho,
-                       threshold, factor, fit_intercept, average_start, track_w):
+def _sadmm_epoch_dense(X, y, weights, order, state, step, settings):
     """One pass of eq. (12) over the rows ``order`` of a dense ``X``.
 
-    ``scalars`` holds ``[intercept, intercept_sum]``. Returns the summed weighted hinge loss
-    of the samples before their steps (the running loss of the ``tol`` rule).
+    ``state`` is an :data:`SADMMArrays` (its ``last`` unused), updated in place, ``step`` the
+    steps taken before the pass and ``settings`` an :data:`SADMMSettings`. Returns the summed
+    weighted hinge loss of the samples before their steps (the running loss of the ``tol``
+    rule).
     """
+    z, nu, _, z_sum, w_sum, scalars = state
+    rho, threshold, factor = settings.rho, settings.threshold, settings.factor
+    fit_intercept, average_start = settings.fit_intercept, settings.average_start
+    track_w = settings.track_w
     inverse_rho = 1.0 / rho
     n_features = X.shape[1]
     intercept_norm = 1.0 if fit_intercept else 0.0
@@ -247,12 +268,18 @@ def _sadmm_epoch_dense(X, y, weights, order, z, nu, z_sum, w_sum, scalars, step,
 
 
 @numba.njit(cache=True)
-def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, nu, last, z_sum, w_sum,
-                        scalars, step, rho, threshold, factor, strength, l1_ratio,
-                        fit_intercept, average_start, track_w):
+def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, step, settings):
     """One pass of eq. (12) over CSR rows; coordinates absent from a row are brought up to
     date in closed form (:func:`_skipped_steps`) only when a later row touches them, and all
-    of them at the end of the pass, so the pass costs O(nnz) plus O(n_features)."""
+    of them at the end of the pass, so the pass costs O(nnz) plus O(n_features).
+
+    ``state`` (an :data:`SADMMArrays`), ``step`` and ``settings`` (an :data:`SADMMSettings`)
+    are those of :func:`_sadmm_epoch_dense`.
+    """
+    z, nu, last, z_sum, w_sum, scalars = state
+    rho, threshold, factor = settings.rho, settings.threshold, settings.factor
+    fit_intercept, average_start = settings.fit_intercept, settings.average_start
+    track_w = settings.track_w
     inverse_rho = 1.0 / rho
     geometric = factor / (1.0 - factor) if factor != 1.0 else 0.0
     shrinks = factor != 1.0
@@ -273,16 +300,12 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, nu, last, z
                 silent = min(skipped, max(0, average_start - last[j]))
                 counted = skipped - silent
                 if shrinks:
-                    power_silent = powers[max(silent - 1, 0)]
-                    power_counted = powers[counted]
-                    power_counted_1 = powers[max(counted - 1, 0)]
-                    power_counted_2 = powers[max(counted - 2, 0)]
+                    skipped_powers = (powers[max(silent - 1, 0)], powers[counted],
+                                      powers[max(counted - 1, 0)], powers[max(counted - 2, 0)])
                 else:  # pure l1: no table reads
-                    power_silent = power_counted = power_counted_1 = power_counted_2 = 1.0
+                    skipped_powers = (1.0, 1.0, 1.0, 1.0)
                 z[j], nu[j], z_total, w_total = _skipped_steps(
-                    z[j], nu[j], skipped, silent, threshold, factor, geometric, power_silent,
-                    power_counted, power_counted_1, power_counted_2, strength, l1_ratio,
-                    track_w)
+                    z[j], nu[j], skipped, silent, skipped_powers, geometric, settings)
                 z_sum[j] += z_total
                 w_sum[j] += w_total
                 last[j] = step
@@ -319,15 +342,12 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, nu, last, z
             skipped = step - last[j]
             silent = min(skipped, max(0, average_start - last[j]))
             counted = skipped - silent
-            power_silent = power_counted = power_counted_1 = power_counted_2 = 1.0
+            skipped_powers = (1.0, 1.0, 1.0, 1.0)
             if shrinks:
-                power_silent = powers[max(silent - 1, 0)]
-                power_counted = powers[counted]
-                power_counted_1 = powers[max(counted - 1, 0)]
-                power_counted_2 = powers[max(counted - 2, 0)]
+                skipped_powers = (powers[max(silent - 1, 0)], powers[counted],
+                                  powers[max(counted - 1, 0)], powers[max(counted - 2, 0)])
             z[j], nu[j], z_total, w_total = _skipped_steps(
-                z[j], nu[j], skipped, silent, threshold, factor, geometric, power_silent,
-                power_counted, power_counted_1, power_counted_2, strength, l1_ratio, track_w)
+                z[j], nu[j], skipped, silent, skipped_powers, geometric, settings)
             z_sum[j] += z_total
             w_sum[j] += w_total
             last[j] = step
@@ -335,8 +355,7 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, z, nu, last, z
 
 
 @numba.njit(cache=True)
-def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, z, nu, z_sum, scalars, step,
-                           rho, strength, fit_intercept, average_start):
+def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, state, step, settings):
     """:func:`_sadmm_epoch_sparse` for the pure l2 penalty, without any per-coordinate catch-up.
 
     With :math:`R = \\frac12\\|w\\|^2` the z-step is a shrink,
@@ -347,8 +366,12 @@ def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, z, nu, z_su
     one scalar :math:`a` that every step multiplies by :math:`c`: a step costs O(nnz of the
     row). The running sum of the iterates is kept as :math:`\\sum_t z^t = u + A\\,v` with
     :math:`A = \\sum_t a_t` (the averaged-SGD bookkeeping); both are folded into ``z_sum``
-    whenever :math:`a` gets small and at the end of the pass.
+    whenever :math:`a` gets small and at the end of the pass. ``state.last`` and
+    ``state.w_sum`` are unused.
     """
+    z, nu, _, z_sum, _, scalars = state
+    rho, strength = settings.rho, settings.strength
+    fit_intercept, average_start = settings.fit_intercept, settings.average_start
     inverse_rho = 1.0 / rho
     factor = 1.0 / (1.0 + strength)
     intercept_norm = 1.0 if fit_intercept else 0.0
@@ -534,6 +557,10 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     True
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Tao et al. 2014, Stochastic learning via optimizing the variational inequalities"
+    _aliases = ("sadmm",)
+
     _allowed_penalties = ("l1", "l2", "elasticnet")
     _allowed_losses = ("hinge",)
 
@@ -572,13 +599,11 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
 
     def _resolve_parameters(self):
         resolved = self._common_parameters()
-        resolved["rho"] = check_positive(self.rho, "rho")
+        resolved["rho"] = float(self.rho)
         resolved["average_start"] = self._check_average(self.average)
-        resolved["rho_power"] = {"constant": 0.0, "sqrt": 0.5, "linear": 1.0}[
-            check_choice(self.rho_schedule, "rho_schedule", ("constant", "sqrt", "linear"))
-        ]
-        resolved["rho_time_scale"] = check_positive_int(self.rho_time_scale, "rho_time_scale",
-                                                        allow_none=True)
+        resolved["rho_power"] = {"constant": 0.0, "sqrt": 0.5, "linear": 1.0}[self.rho_schedule]
+        resolved["rho_time_scale"] = (None if self.rho_time_scale is None
+                                      else int(self.rho_time_scale))
         return resolved
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -621,7 +646,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     def _resolved_for_passes(self, resolved, n_samples):
         # the time scale m of the rho schedule is the rows of a whole pass, not of one block
         if resolved["rho_time_scale"] is None and not getattr(self, "_streaming", False):
-            return {**resolved, "rho_time_scale": n_samples}
+            return resolved.replace(rho_time_scale=n_samples)
         return resolved
 
     def _run_epoch(self, state, X, y, weights, order, resolved):
@@ -644,25 +669,23 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         threshold = strength * l1_ratio
         factor = 1.0 / (1.0 + strength * (1.0 - l1_ratio))
         # outside the averaging window nothing is summed (average=False: never)
-        average_start = (np.iinfo(np.int64).max if state["average_start"] is None
+        average_start = (_NO_AVERAGE if state["average_start"] is None
                          else self._summed_from(state))
         nu = state["mu"] / rho  # the loops carry mu / rho, rho being constant in a pass
-        common = (state["z_sum"], state["w_sum"], state["scalars"],
-                  int(state["samples_seen"]), rho, threshold, factor)
-        flags = (bool(self.fit_intercept), average_start, bool(state["w_tracked"]))
+        settings = SADMMSettings(
+            rho=rho, threshold=threshold, factor=factor, strength=strength, l1_ratio=l1_ratio,
+            fit_intercept=bool(self.fit_intercept), average_start=average_start,
+            track_w=bool(state["w_tracked"]))
+        arrays = SADMMArrays(state["z"], nu, state["last"], state["z_sum"], state["w_sum"],
+                             state["scalars"])
+        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
         if is_sparse(X) and l1_ratio == 0.0 and not state["w_tracked"]:
-            loss_sum = _sadmm_epoch_sparse_l2(*as_csr_arrays(X), y, weights, order, state["z"],
-                                              nu, state["z_sum"], state["scalars"],
-                                              int(state["samples_seen"]), rho, strength,
-                                              bool(self.fit_intercept), average_start)
+            loss_sum = _sadmm_epoch_sparse_l2(*as_csr_arrays(X), *arguments)
             state["last"][:] = state["samples_seen"] + len(order)
         elif is_sparse(X):
-            data, indices, indptr = as_csr_arrays(X)
-            loss_sum = _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state["z"],
-                                           nu, state["last"], *common, strength, l1_ratio,
-                                           *flags)
+            loss_sum = _sadmm_epoch_sparse(*as_csr_arrays(X), *arguments)
         else:
-            loss_sum = _sadmm_epoch_dense(X, y, weights, order, state["z"], nu, *common, *flags)
+            loss_sum = _sadmm_epoch_dense(X, *arguments)
             state["last"][:] = state["samples_seen"] + len(order)  # every coordinate is current
         state["mu"] = nu * rho
         state["samples_seen"] += len(order)

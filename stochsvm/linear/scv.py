@@ -81,9 +81,9 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.sampling import uniform_batches
-from .._core.validation import check_choice, check_positive_int
 from ._base import StepDivergedError
-from .sgd import _AVERAGED_COUNT, _INTERCEPT, BaseMiniBatchProxClassifier
+from .proximal_steps import AVERAGED_COUNT, INTERCEPT
+from .sgd import BaseMiniBatchProxClassifier
 
 __all__ = ["SCVClassifier"]
 
@@ -150,6 +150,10 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
     coef_, intercept_, classes_, n_features_in_, n_iter_, t_, history_
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Wang et al. 2013, Stochastic control variates"
+    _aliases = ("scv",)
+
     _parameter_constraints = {
         "expansion_margin": [Interval(Real, None, None, closed="neither")],
         "control_scaling": [StrOptions({"optimal", "none"})],
@@ -192,16 +196,10 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()
-        margin = self.expansion_margin
-        if isinstance(margin, bool) or not isinstance(margin, (int, float, np.number)) or \
-                not np.isfinite(margin):
-            raise ValueError(f"expansion_margin={margin!r} must be a finite number.")
-        resolved["expansion_margin"] = float(margin)
-        resolved["control_scaling"] = check_choice(self.control_scaling, "control_scaling",
-                                                   ("optimal", "none"))
-        resolved["probe_size"] = check_positive_int(self.probe_size, "probe_size")
-        resolved["max_moment_bytes"] = check_positive_int(self.max_moment_bytes,
-                                                          "max_moment_bytes")
+        resolved["expansion_margin"] = float(self.expansion_margin)
+        resolved["control_scaling"] = self.control_scaling
+        resolved["probe_size"] = int(self.probe_size)
+        resolved["max_moment_bytes"] = int(self.max_moment_bytes)
         loss, parameter = resolved["loss"], resolved["loss_parameter"]
         point = resolved["expansion_margin"]
         step = 1e-5
@@ -284,7 +282,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
             if n_draws is None:
                 # the caller adds step x (iterates averaged in this epoch) to the sum whose
                 # mean sets the final l1 threshold of the average; count the step taken
-                averaged_before = state["scalars"][_AVERAGED_COUNT]
+                averaged_before = state["scalars"][AVERAGED_COUNT]
             step_taken = training_step
         else:
             step_taken = step
@@ -298,7 +296,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
             correction=scaling * constant * problem["label_moment"],
             moment=problem["moment"], moment_scale=scaling * curvature, averaging=averaging)
         if n_draws is None and step_taken < step:
-            averaged = state["scalars"][_AVERAGED_COUNT] - averaged_before
+            averaged = state["scalars"][AVERAGED_COUNT] - averaged_before
             state["averaged_step_sum"] = (state.get("averaged_step_sum", 0.0)
                                           - (step - step_taken) * averaged)
         if n_draws is None and step > 0.0:
@@ -334,7 +332,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
         which step would be stable.
         """
         coef = state["coef"]
-        intercept = float(state["scalars"][_INTERCEPT])
+        intercept = float(state["scalars"][INTERCEPT])
         limit = 100.0 * max(problem["zero_objective"], np.finfo(float).tiny)
         finite = bool(np.all(np.isfinite(coef))) and np.isfinite(intercept) and \
             np.isfinite(mean_loss)
@@ -367,7 +365,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
                  else np.sort(generator.choice(n_samples, size, replace=False)))
         rows, labels, sample_weights = X[probe], y[probe], weights[probe]
         scores = np.asarray(rows @ state["coef"].astype(rows.dtype), dtype=np.float64).ravel()
-        scores += state["scalars"][_INTERCEPT]
+        scores += state["scalars"][INTERCEPT]
         loss = resolved["loss"]
         # per-sample gradient and control: phi_i x~_i and chi_i x~_i
         phi = sample_weights * loss.derivative(labels * scores, resolved["loss_parameter"]) * labels

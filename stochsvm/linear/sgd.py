@@ -1,4 +1,4 @@
-r"""Mini-batch proximal stochastic gradient, and the machinery shared by the S3GD family.
+r"""Mini-batch proximal stochastic gradient, and the estimator base of the S3GD family.
 
 Problem (S3GD paper, eq. 1, with sample weights :math:`s_i` and an unpenalized intercept):
 
@@ -11,49 +11,22 @@ for a smooth margin loss :math:`\ell` (``log_loss``, ``smoothed_hinge`` of eq. 2
 parameter :math:`\beta`, ``squared_hinge`` of eq. 27) and :math:`R` from
 :mod:`stochsvm._core.penalties`.
 
-*Generic step.* Every solver of the family (mini-batch SGD, stratified SGD, Prox-SVRG, SCV,
-S3GD) takes steps of the same form on a mini-batch :math:`\mathcal I = \{i_1..i_p\}`:
+*Steps.* Every solver of the family (mini-batch SGD, stratified SGD, Prox-SVRG, SCV, S3GD)
+takes the proximal steps (eqs. 11-12) of :mod:`stochsvm.linear.proximal_steps` on mini-batches
+:math:`\mathcal I` of :math:`p` samples, with the gradient estimate
 
 .. math::
 
     g = \frac1p \sum_{q=1}^p \Big(c_{i_q}\,\ell'\big(y_{i_q}(w^\top x_{i_q} + b)\big)\,y_{i_q}
         - e_{i_q} - f_{i_q}\,(w^\top x_{i_q} + b)\Big)\,\tilde x_{i_q}
-        \;+\; v \;+\; \kappa\,\Sigma\,\tilde w,
+        \;+\; v \;+\; \kappa\,\Sigma\,\tilde w
 
-    w \leftarrow \operatorname{prox}_{\eta\alpha R}(w - \eta\,g_w), \qquad
-    b \leftarrow b - \eta\,g_b \qquad (\text{eqs. 11-12}),
-
-with :math:`\tilde x = (x, 1)`, :math:`\tilde w = (w, b)`, the sampling scale :math:`c_i`
-(:mod:`stochsvm._core.sampling`), a control coefficient :math:`e_i + f_i\,(w^\top x_i + b)`,
-a correction vector :math:`v` and an optional moment matrix :math:`\Sigma` (SCV). Plain SGD has
-:math:`e = f = 0`, :math:`v = 0`; S3GD has :math:`e_i = s_i y_i \sum_z \gamma_z(x_i)
-\ell'(y_i \tilde w_{\text{snap}}^\top \tilde z)` and :math:`v = \nabla H` (eq. 8); Prox-SVRG
-has :math:`e_i` the snapshot derivative and :math:`v = \nabla P(\text{snapshot})`.
-
-On dense data the proximal step touches every coordinate, so a step costs
-:math:`O(d + p\,\mathrm{nnz})` (as in Table 1 of the S3GD paper).
-
-*Lazy ("just-in-time") steps on sparse data.* A coordinate :math:`j` absent from the rows of a
-mini-batch has :math:`g_j = v_j` (no SCV moment), so the step reduces to
-:math:`w_j \leftarrow \operatorname{prox}_{\eta\alpha R}(w_j - \eta v_j)`, the same map at
-every step of a call (the step :math:`\eta` and the correction :math:`v` are constant within
-one call of the compiled loop). With an l1 part (Tsuruoka et al. 2009 keep a cumulative
-penalty for the same purpose) the CSR loop keeps for every coordinate the step through which
-it is current and applies the skipped steps in closed form when a row next touches it, and for
-every coordinate at the end of the call (so the state is exact between calls):
-:math:`k` prox-only steps compose to the l1 shift
-:math:`\operatorname{sign}(w)\max(0, |w| - k a)` or the elastic-net form
-:math:`\operatorname{sign}(w)\max(0, c^k(|w| + a/b) - a/b)` (:math:`a = \eta\alpha\rho`,
-:math:`b = \eta\alpha(1 - \rho)`, :math:`c = 1/(1 + b)`). With the l2 penalty, with or
-without a correction, the steps are affine, :math:`w \leftarrow c\,(w - \eta v_j)` for every
-untouched coordinate, so the loop keeps :math:`w = a\,u + \beta\,v` with two scalars and
-touches only the batch's coordinates of :math:`u` (:func:`_scaled_prox_steps_sparse`, no
-per-coordinate record at all); the sums of the skipped iterates for ``average`` have closed
-forms too (:func:`stochsvm._core.penalties.lazy_prox_sum`, and :math:`S = s + A\,u + B\,v`
-for l2). A step then costs :math:`O(p\,\mathrm{nnz})` and a call :math:`O(d)` once. The lazy
-loop equals the eager one up to rounding (tests compare both with a NumPy transcription).
-An SCV moment, or a nonzero correction with an l1 part, makes every coordinate's step depend
-on the iterate in a way without a short closed form; those calls run the eager loop.
+(:math:`\tilde x = (x, 1)`, :math:`\tilde w = (w, b)`; the sampling scale :math:`c`, the
+control coefficients :math:`e, f`, the correction :math:`v` and SCV's moment
+:math:`\kappa\Sigma` are each solver's, :class:`BaseMiniBatchProxClassifier` passes them to
+the compiled steps); plain mini-batch SGD has :math:`e = f = 0`, :math:`v = 0`,
+:math:`\Sigma = 0`. On CSR input the steps of the coordinates a mini-batch does not touch are
+applied lazily, in closed form (see :mod:`stochsvm.linear.proximal_steps`).
 
 *Epochs.* One epoch of these estimators draws :math:`n` samples in the inner loops
 (:math:`\lceil n/p \rceil` steps, rounded up to whole outer loops for the two-loop solvers);
@@ -79,442 +52,25 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.losses import margin_loss
-from .._core.penalties import lazy_prox, lazy_prox_sum, prox_power_tables
 from .._core.sampling import epoch_generator, uniform_batches, weighted_batches
-from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
+from .proximal_steps import (
+    AVERAGED_COUNT,
+    INTERCEPT,
+    INTERCEPT_SUM,
+    NO_AVERAGE,
+    STEPS,
+    IterateState,
+    StepControls,
+    StepSettings,
+    prox_steps_dense,
+    prox_steps_sparse,
+)
 
 __all__ = ["MiniBatchSGDClassifier", "BaseMiniBatchProxClassifier", "exact_smooth_gradient"]
-
-# positions in the ``scalars`` state array
-_INTERCEPT, _INTERCEPT_SUM, _AVERAGED_COUNT, _STEPS = range(4)
-_NO_AVERAGE = np.iinfo(np.int64).max
-
-
-# --------------------------------------------------------------------------------------
-# compiled loop
-# --------------------------------------------------------------------------------------
-@numba.njit(cache=True, inline="always")
-def _accumulate_row(row_indices, row_values, label, scale, control_constant, control_slope,
-                    coef, intercept, buffer, loss_code, loss_parameter):
-    """Add one draw's term of ``g`` (module docstring) to ``buffer``; return its scaled loss."""
-    score = intercept
-    for position in range(row_indices.shape[0]):
-        score += coef[row_indices[position]] * row_values[position]
-    margin = label * score
-    value, derivative = margin_loss(loss_code, margin, loss_parameter)
-    factor = scale * derivative * label - control_constant - control_slope * score
-    for position in range(row_indices.shape[0]):
-        buffer[row_indices[position]] += factor * row_values[position]
-    buffer[buffer.shape[0] - 1] += factor
-    return scale * value
-
-
-@numba.njit(cache=True, inline="always")
-def _accumulate_dense_row(row, label, scale, control_constant, control_slope, coef, intercept,
-                          buffer, loss_code, loss_parameter):
-    """:func:`_accumulate_row` for a dense row: direct indexing, so the two passes vectorize."""
-    n_features = row.shape[0]
-    score = 0.0
-    for j in range(n_features):
-        score += coef[j] * row[j]
-    score += intercept
-    margin = label * score
-    value, derivative = margin_loss(loss_code, margin, loss_parameter)
-    factor = scale * derivative * label - control_constant - control_slope * score
-    for j in range(n_features):
-        buffer[j] += factor * row[j]
-    buffer[n_features] += factor
-    return scale * value
-
-
-@numba.njit(cache=True, inline="always")
-def _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
-                coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
-                average_start):
-    """The proximal step (eqs. 11-12) with ``g`` = buffer / p + correction (+ SCV moment)."""
-    n_features = coef.shape[0]
-    inverse = 1.0 / batch_size
-    offset = correction
-    if moment.shape[0] > 0:
-        # SCV: the expected control variate kappa * Sigma @ (w, b) at the current iterate,
-        # added to the correction
-        for row in range(n_features + 1):
-            total = moment[row, n_features] * scalars[_INTERCEPT]
-            for column in range(n_features):
-                total += moment[row, column] * coef[column]
-            moment_buffer[row] = moment_scale * total + correction[row]
-        offset = moment_buffer
-    # eq. (12): prox of eta * alpha R at w - eta g, branch-free so that it vectorizes:
-    # soft threshold max(v - t, 0) + min(v + t, 0), then the l2 shrink (t = 0 and a unit
-    # shrink without a penalty). One pass per coordinate assembles g, clears the buffer,
-    # takes the prox step and (when averaging) adds the new iterate to the running sum.
-    threshold = strength * l1_ratio
-    shrink = 1.0 / (1.0 + strength * (1.0 - l1_ratio))
-    scalars[_STEPS] += 1.0
-    averaging = scalars[_STEPS] * batch_size > average_start
-    if averaging:
-        for j in range(n_features):
-            value = buffer[j] * inverse + offset[j]
-            gradient[j] = value
-            buffer[j] = 0.0
-            value = coef[j] - step * value
-            value = (max(value - threshold, 0.0) + min(value + threshold, 0.0)) * shrink
-            coef[j] = value
-            coef_sum[j] += value
-    else:
-        for j in range(n_features):
-            value = buffer[j] * inverse + offset[j]
-            gradient[j] = value
-            buffer[j] = 0.0
-            value = coef[j] - step * value
-            coef[j] = (max(value - threshold, 0.0) + min(value + threshold, 0.0)) * shrink
-    value = buffer[n_features] * inverse + offset[n_features]
-    gradient[n_features] = value
-    buffer[n_features] = 0.0
-    if fit_intercept:
-        scalars[_INTERCEPT] -= step * value
-    if averaging:
-        scalars[_INTERCEPT_SUM] += scalars[_INTERCEPT]
-        scalars[_AVERAGED_COUNT] += 1.0
-
-
-@numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _prox_steps_dense(X, y, batches, scales, control_constants, control_slopes, correction,
-                      moment, moment_scale, coef, coef_sum, scalars, buffer, moment_buffer,
-                      gradient, step, strength, l1_ratio, fit_intercept, average_start,
-                      loss_code, loss_parameter):
-    """One step per row of ``batches`` on a dense ``X``; returns the sum of scaled losses.
-
-    Compiled with re-association allowed so the row passes vectorize: results agree with
-    the CSR loop to rounding, not bit for bit.
-    """
-    loss_sum = 0.0
-    batch_size = batches.shape[1]
-    for t in range(batches.shape[0]):
-        for q in range(batch_size):
-            i = batches[t, q]
-            loss_sum += _accumulate_dense_row(X[i], y[i], scales[t, q],
-                                              control_constants[t, q], control_slopes[t, q],
-                                              coef, scalars[_INTERCEPT], buffer, loss_code,
-                                              loss_parameter)
-        _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
-                    coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
-                    average_start)
-    return loss_sum
-
-
-@numba.njit(cache=True)
-def _prox_steps_sparse(data, indices, indptr, y, batches, scales, control_constants,
-                       control_slopes, correction, moment, moment_scale, coef, coef_sum,
-                       scalars, buffer, moment_buffer, gradient, step, strength, l1_ratio,
-                       fit_intercept, average_start, loss_code,
-                       loss_parameter):
-    """:func:`_prox_steps_dense` for a CSR matrix given as ``data, indices, indptr``: the
-    eager loop (every coordinate at every step); :func:`_sparse_prox_steps` runs the lazy
-    loops where they apply."""
-    loss_sum = 0.0
-    batch_size = batches.shape[1]
-    for t in range(batches.shape[0]):
-        for q in range(batch_size):
-            i = batches[t, q]
-            low, high = indptr[i], indptr[i + 1]
-            loss_sum += _accumulate_row(indices[low:high], data[low:high], y[i], scales[t, q],
-                                        control_constants[t, q], control_slopes[t, q], coef,
-                                        scalars[_INTERCEPT], buffer, loss_code, loss_parameter)
-        _apply_step(buffer, batch_size, correction, moment, moment_scale, moment_buffer, coef,
-                    coef_sum, scalars, gradient, step, strength, l1_ratio, fit_intercept,
-                    average_start)
-    return loss_sum
-
-
-@numba.njit(cache=True)
-def _first_counted_step(steps_done, n_steps, batch_size, average_start):
-    """First local step ``t`` (1-based) of a call inside the averaging window,
-    ``(steps_done + t) * batch_size > average_start`` as in :func:`_apply_step`;
-    ``n_steps + 1`` when the window starts after the call (no overflow for
-    ``average_start = _NO_AVERAGE``)."""
-    uncounted = np.int64(average_start // batch_size) - np.int64(steps_done)
-    if uncounted >= n_steps:
-        return np.int64(n_steps + 1)
-    return np.int64(max(uncounted + 1, 1))
-
-
-# below this scale a of w = a u + beta v the scale is folded into u (O(d)), which bounds the
-# cancellation in the running sum s + A u + B v to three digits
-_SMALLEST_SCALE = 1e-3
-
-
-@numba.njit(cache=True)
-def _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total):
-    """Write ``w = a u + beta v`` into ``coef`` and ``S = s + A u + B v`` into ``coef_sum``
-    (:func:`_scaled_prox_steps_sparse`; ``coef`` holds ``u``, ``coef_sum`` holds ``s``), so
-    that afterwards ``a = 1`` and ``beta = A = B = 0``."""
-    for j in range(coef.shape[0]):
-        value = coef[j]
-        coef_sum[j] += scale_total * value + drift_total * correction[j]
-        coef[j] = scale * value + drift * correction[j]
-
-
-@numba.njit(cache=True)
-def _scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, control_constants,
-                              control_slopes, correction, coef, coef_sum, scalars, gradient,
-                              step, strength, l1_ratio, fit_intercept, average_start,
-                              loss_code, loss_parameter):
-    r""":func:`_prox_steps_sparse` for the l2 penalty without an SCV moment, in O(nnz) a step.
-
-    The l2 prox is linear, so a step is :math:`w \leftarrow c\,(w - \eta(g + v))` with
-    :math:`c = 1/(1 + \eta\alpha)`, :math:`g` the batch part of the gradient (nonzero on the
-    batch's coordinates) and :math:`v` the correction. The loop keeps
-    :math:`w = a\,u + \beta\,v` with scalars :math:`a, \beta` (``coef`` holds :math:`u`):
-    a step sets :math:`a \leftarrow c\,a`, :math:`\beta \leftarrow c\,(\beta - \eta)` and
-    :math:`u \leftarrow u - (\eta / a_{old})\,g` on the batch's coordinates only. The running
-    sum of the averaged iterates is :math:`S = s + A\,u + B\,v` (``coef_sum`` holds
-    :math:`s`) with :math:`A = \sum a_t`, :math:`B = \sum \beta_t` over the counted steps; a
-    change :math:`\delta` of :math:`u_j` is compensated by :math:`s_j \mathrel{-}= A\,\delta`
-    (the averaged-SGD bookkeeping of Xu 2011, as in Pegasos here). Both are folded back
-    (:func:`_fold_scale`) when :math:`a < 10^{-3}` and at the end of the call.
-    """
-    n_features = coef.shape[0]
-    n_steps = batches.shape[0]
-    batch_size = batches.shape[1]
-    inverse = 1.0 / batch_size
-    shrink = 1.0 / (1.0 + strength * (1.0 - l1_ratio))
-    first_counted = _first_counted_step(scalars[_STEPS], n_steps, batch_size, average_start)
-    drifting = False
-    for j in range(n_features):
-        if correction[j] != 0.0:
-            drifting = True
-            break
-    factors = np.zeros(batch_size)
-    scale = 1.0  # a
-    drift = 0.0  # beta
-    scale_total = 0.0  # A
-    drift_total = 0.0  # B
-    loss_sum = 0.0
-    for t in range(1, n_steps + 1):
-        row_of_batches = t - 1
-        intercept = scalars[_INTERCEPT]
-        # scores at the iterate before step t: w.x = a u.x + beta v.x
-        intercept_gradient = 0.0
-        for q in range(batch_size):
-            i = batches[row_of_batches, q]
-            low, high = indptr[i], indptr[i + 1]
-            product = 0.0
-            for position in range(low, high):
-                product += coef[indices[position]] * data[position]
-            score = scale * product + intercept
-            if drifting:
-                correction_product = 0.0
-                for position in range(low, high):
-                    correction_product += correction[indices[position]] * data[position]
-                score += drift * correction_product
-            label = y[i]
-            margin = label * score
-            weight = scales[row_of_batches, q]
-            value, derivative = margin_loss(loss_code, margin, loss_parameter)
-            factor = (weight * derivative * label
-                      - control_constants[row_of_batches, q]
-                      - control_slopes[row_of_batches, q] * score)
-            factors[q] = factor
-            intercept_gradient += factor
-            loss_sum += weight * value
-        # step t: u -= (eta / a) g on the batch's coordinates, g = sum_q factor_q x_q / p
-        coefficient = -step * inverse / scale
-        for q in range(batch_size):
-            i = batches[row_of_batches, q]
-            amount = coefficient * factors[q]
-            if amount == 0.0:
-                continue
-            if scale_total != 0.0:
-                for position in range(indptr[i], indptr[i + 1]):
-                    j = indices[position]
-                    delta = amount * data[position]
-                    coef[j] += delta
-                    coef_sum[j] -= scale_total * delta
-            else:
-                for position in range(indptr[i], indptr[i + 1]):
-                    coef[indices[position]] += amount * data[position]
-        scale *= shrink
-        drift = shrink * (drift - step)
-        value = intercept_gradient * inverse + correction[n_features]
-        scalars[_STEPS] += 1.0
-        if fit_intercept:
-            scalars[_INTERCEPT] -= step * value
-        if t >= first_counted:
-            scale_total += scale
-            drift_total += drift
-            scalars[_INTERCEPT_SUM] += scalars[_INTERCEPT]
-            scalars[_AVERAGED_COUNT] += 1.0
-        if t == n_steps:
-            # the gradient of the last step (the diagnostic of Fig. 6): v plus its batch part
-            for j in range(n_features):
-                gradient[j] = correction[j]
-            gradient[n_features] = value
-            for q in range(batch_size):
-                i = batches[row_of_batches, q]
-                amount = factors[q] * inverse
-                for position in range(indptr[i], indptr[i + 1]):
-                    gradient[indices[position]] += amount * data[position]
-        if scale < _SMALLEST_SCALE:
-            _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total)
-            scale, drift, scale_total, drift_total = 1.0, 0.0, 0.0, 0.0
-    _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total)
-    return loss_sum
-
-
-@numba.njit(cache=True)
-def _catch_up(j, now, coef, coef_sum, last, correction, step, first_counted, threshold,
-              offset, powers, geometric, cumulative):
-    """Apply to coordinate ``j`` the steps ``last[j] + 1, ..., now`` that no row touched:
-    ``w_j <- prox(w_j - step v_j)`` each (module docstring), in closed form; the iterates of
-    the steps from ``first_counted`` on are added to ``coef_sum[j]``."""
-    begin = last[j]
-    drift = step * correction[j]
-    value = coef[j]
-    # steps before the averaging window, then the counted ones
-    silent = min(max(first_counted - 1 - begin, 0), now - begin)
-    if silent > 0:
-        value = lazy_prox(value, drift, silent, threshold, offset, powers, geometric)
-    counted = now - begin - silent
-    if counted > 0:
-        if first_counted <= now:
-            coef_sum[j] += lazy_prox_sum(value, drift, counted, threshold, offset, powers,
-                                         geometric, cumulative)
-        value = lazy_prox(value, drift, counted, threshold, offset, powers, geometric)
-    coef[j] = value
-    last[j] = now
-
-
-@numba.njit(cache=True)
-def _lazy_prox_steps_sparse(data, indices, indptr, y, batches, scales, control_constants,
-                            control_slopes, correction, coef, coef_sum, scalars, buffer,
-                            gradient, step, strength, l1_ratio, fit_intercept, average_start,
-                            loss_code, loss_parameter):
-    """:func:`_prox_steps_sparse` with lazy ("just-in-time") prox steps (module docstring),
-    for a penalty with an l1 part and a zero correction.
-
-    Local step ``t = 1, ..., T`` of the call is global step ``scalars[_STEPS] + t``; it is
-    averaged when ``(global step) * batch_size > average_start``, as in :func:`_apply_step`.
-    ``last[j]`` is the local step through which ``coef[j]`` is current. Returns the sum of
-    scaled losses.
-    """
-    n_features = coef.shape[0]
-    n_steps = batches.shape[0]
-    batch_size = batches.shape[1]
-    inverse = 1.0 / batch_size
-    threshold = strength * l1_ratio
-    l2_strength = strength * (1.0 - l1_ratio)
-    shrink = 1.0 / (1.0 + l2_strength)
-    offset = threshold / l2_strength if l2_strength > 0.0 else 0.0
-    powers, geometric, cumulative = prox_power_tables(shrink, n_steps)
-    first_counted = _first_counted_step(scalars[_STEPS], n_steps, batch_size, average_start)
-    last = np.zeros(n_features, dtype=np.int64)
-    loss_sum = 0.0
-    for t in range(1, n_steps + 1):
-        row_of_batches = t - 1
-        intercept = scalars[_INTERCEPT]
-        # scores at the iterate before step t: catch the row's coordinates up to step t - 1
-        for q in range(batch_size):
-            i = batches[row_of_batches, q]
-            low, high = indptr[i], indptr[i + 1]
-            score = intercept
-            for position in range(low, high):
-                j = indices[position]
-                begin = last[j]
-                if begin < t - 1:
-                    if first_counted >= t:
-                        # the common case, kept short (the loop waits on memory): no averaged
-                        # step in the range, no correction (the eager loop runs otherwise)
-                        coef[j] = lazy_prox(coef[j], 0.0, t - 1 - begin, threshold, offset,
-                                            powers, geometric)
-                        last[j] = t - 1
-                    else:
-                        _catch_up(j, t - 1, coef, coef_sum, last, correction, step,
-                                  first_counted, threshold, offset, powers, geometric,
-                                  cumulative)
-                score += coef[j] * data[position]
-            label = y[i]
-            margin = label * score
-            scale = scales[row_of_batches, q]
-            value, derivative = margin_loss(loss_code, margin, loss_parameter)
-            factor = (scale * derivative * label
-                      - control_constants[row_of_batches, q]
-                      - control_slopes[row_of_batches, q] * score)
-            for position in range(low, high):
-                buffer[indices[position]] += factor * data[position]
-            buffer[n_features] += factor
-            loss_sum += scale * value
-        # step t (eq. 12) on the coordinates of the batch, each once
-        counted = t >= first_counted
-        final = t == n_steps
-        for q in range(batch_size):
-            i = batches[row_of_batches, q]
-            for position in range(indptr[i], indptr[i + 1]):
-                j = indices[position]
-                if last[j] == t:
-                    continue
-                value = buffer[j] * inverse  # + correction[j], zero on this path
-                if final:
-                    gradient[j] = value
-                buffer[j] = 0.0
-                value = coef[j] - step * value
-                value = (max(value - threshold, 0.0) + min(value + threshold, 0.0)) * shrink
-                coef[j] = value
-                if counted:
-                    coef_sum[j] += value
-                last[j] = t
-        value = buffer[n_features] * inverse + correction[n_features]
-        if final:
-            gradient[n_features] = value
-        buffer[n_features] = 0.0
-        scalars[_STEPS] += 1.0
-        if fit_intercept:
-            scalars[_INTERCEPT] -= step * value
-        if counted:
-            scalars[_INTERCEPT_SUM] += scalars[_INTERCEPT]
-            scalars[_AVERAGED_COUNT] += 1.0
-    # every coordinate brought to the last step; the gradient of the last step is the
-    # correction on the coordinates its batch did not touch
-    for j in range(n_features):
-        if last[j] < n_steps:
-            if n_steps > 0:
-                gradient[j] = correction[j]
-            _catch_up(j, n_steps, coef, coef_sum, last, correction, step, first_counted,
-                      threshold, offset, powers, geometric, cumulative)
-    return loss_sum
-
-
-def _sparse_prox_steps(data, indices, indptr, y, batches, scales, control_constants,
-                       control_slopes, correction, moment, moment_scale, coef, coef_sum,
-                       scalars, buffer, moment_buffer, gradient, step, strength, l1_ratio,
-                       fit_intercept, average_start, loss_code, loss_parameter):
-    """The steps of :func:`_prox_steps_sparse` (same arguments) by the cheapest exact loop.
-
-    :func:`_scaled_prox_steps_sparse` for the l2 penalty and :func:`_lazy_prox_steps_sparse`
-    with an l1 part (module docstring), unless an SCV moment, or a nonzero correction together
-    with an l1 part, needs the eager :func:`_prox_steps_sparse`. Chosen here rather than
-    inside a compiled function, so that a fit compiles only the loop it runs.
-    """
-    common = (data, indices, indptr, y, batches, scales, control_constants, control_slopes,
-              correction)
-    has_l1_part = strength * l1_ratio > 0.0
-    if moment.shape[0] > 0 or (has_l1_part and np.any(correction[:-1] != 0.0)):
-        return _prox_steps_sparse(*common, moment, moment_scale, coef, coef_sum, scalars,
-                                  buffer, moment_buffer, gradient, step, strength, l1_ratio,
-                                  fit_intercept, average_start, loss_code, loss_parameter)
-    if not has_l1_part:
-        return _scaled_prox_steps_sparse(*common, coef, coef_sum, scalars, gradient, step,
-                                         strength, l1_ratio, fit_intercept, average_start,
-                                         loss_code, loss_parameter)
-    return _lazy_prox_steps_sparse(*common, coef, coef_sum, scalars, buffer, gradient, step,
-                                   strength, l1_ratio, fit_intercept, average_start, loss_code,
-                                   loss_parameter)
 
 
 def _threshold_average(mean_coef, threshold):
@@ -568,19 +124,14 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
 
     def _family_parameters(self):
         resolved = self._common_parameters()
-        resolved["batch_size"] = check_positive_int(self.batch_size, "batch_size")
-        resolved["step_size"] = check_positive(self.step_size, "step_size")
+        resolved["batch_size"] = int(self.batch_size)
+        resolved["step_size"] = float(self.step_size)
         resolved["average_start"] = self._check_average(self.average)
         if self.beta is None:
             resolved["loss_parameter"] = float(resolved["loss"].default_parameter)
         else:
-            resolved["loss_parameter"] = check_positive(self.beta, "beta")
-        if not isinstance(self.gradient_diagnostics, (bool, np.bool_)):
-            raise TypeError(
-                f"gradient_diagnostics must be True or False, got {self.gradient_diagnostics!r}."
-            )
-        resolved["diagnostic_batches"] = check_positive_int(self.diagnostic_batches,
-                                                            "diagnostic_batches")
+            resolved["loss_parameter"] = float(self.beta)
+        resolved["diagnostic_batches"] = int(self.diagnostic_batches)
         return resolved
 
     def _resolve_parameters(self):
@@ -604,13 +155,13 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
 
     def _model(self, state, resolved):
         scalars = state["scalars"]
-        if state["average_start"] is not None and scalars[_AVERAGED_COUNT] > 0:
-            count = scalars[_AVERAGED_COUNT]
+        if state["average_start"] is not None and scalars[AVERAGED_COUNT] > 0:
+            count = scalars[AVERAGED_COUNT]
             mean_step = state.get("averaged_step_sum", 0.0) / count
             coef = _threshold_average(state["coef_sum"] / count,
                                       mean_step * resolved["alpha"] * resolved["l1_ratio"])
-            return coef, float(scalars[_INTERCEPT_SUM] / count)
-        return state["coef"].copy(), float(scalars[_INTERCEPT])
+            return coef, float(scalars[INTERCEPT_SUM] / count)
+        return state["coef"].copy(), float(scalars[INTERCEPT])
 
     # ------------------------------------------------------------------ data preparation
     def _prepare(self, X, resolved):
@@ -620,6 +171,18 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
     def _prepare_problem(self, X, y, weights, resolved):
         """Structures that depend on one binary problem (computed once per fit)."""
         return {}
+
+    def _clustering_random_state(self):
+        """The ``RandomState`` of the k-means of ``_prepare`` (anchors, strata): seeded from
+        an integer derived from ``random_state`` without advancing a shared instance."""
+        random_state = self.random_state
+        if random_state is None:
+            seed = None
+        elif isinstance(random_state, (int, np.integer)):
+            seed = int(random_state)
+        else:
+            seed = int(random_state.get_state()[1][0])
+        return np.random.RandomState(np.random.default_rng(seed).integers(2**31 - 1))
 
     def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
         self._prepared = self._prepare(X, resolved)
@@ -640,6 +203,23 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         return state["problem"]
 
     # ------------------------------------------------------------------ steps
+    def _step_settings(self, state, step, resolved, averaging=True):
+        """The :class:`~stochsvm.linear.proximal_steps.StepSettings` of a call at ``step``
+        (``averaging=False``: none of its iterates is averaged)."""
+        start = state["average_start"]
+        return StepSettings(
+            float(step), float(step * resolved["alpha"]), float(resolved["l1_ratio"]),
+            bool(self.fit_intercept),
+            NO_AVERAGE if (start is None or not averaging) else int(start),
+            resolved["loss"].code, float(resolved["loss_parameter"]))
+
+    @staticmethod
+    def _iterate_state(state):
+        """The solver's arrays as an :class:`~stochsvm.linear.proximal_steps.IterateState`
+        (the same arrays: the compiled steps update ``state`` in place)."""
+        return IterateState(state["coef"], state["coef_sum"], state["scalars"],
+                            state["buffer"], state["moment_buffer"], state["gradient"])
+
     def _run_steps(self, state, X, y, batches, scales, step, resolved, control_constants=None,
                    control_slopes=None, correction=None, moment=None, moment_scale=0.0,
                    averaging=True):
@@ -655,22 +235,15 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         n_features = state["coef"].shape[0]
         correction = np.zeros(n_features + 1) if correction is None else correction
         moment = np.zeros((0, 0)) if moment is None else moment
-        start = state["average_start"]
-        average_start = _NO_AVERAGE if (start is None or not averaging) else int(start)
-        loss = resolved["loss"]
-        alpha = resolved["alpha"]
-        arguments = (
-            np.ascontiguousarray(y, dtype=np.float64), batches, scales, control_constants,
-            control_slopes, np.ascontiguousarray(correction, dtype=np.float64), moment,
-            float(moment_scale), state["coef"], state["coef_sum"], state["scalars"],
-            state["buffer"], state["moment_buffer"], state["gradient"], float(step),
-            float(step * alpha), float(resolved["l1_ratio"]), bool(self.fit_intercept),
-            average_start, loss.code,
-            float(resolved["loss_parameter"]),
-        )
+        controls = StepControls(control_constants, control_slopes,
+                                np.ascontiguousarray(correction, dtype=np.float64), moment,
+                                float(moment_scale))
+        arguments = (np.ascontiguousarray(y, dtype=np.float64), batches, scales, controls,
+                     self._iterate_state(state),
+                     self._step_settings(state, step, resolved, averaging))
         if is_sparse(X):
-            return _sparse_prox_steps(*as_csr_arrays(X), *arguments)
-        return _prox_steps_dense(X, *arguments)
+            return prox_steps_sparse(*as_csr_arrays(X), *arguments)
+        return prox_steps_dense(X, *arguments)
 
     #: on a plateau of the objective the step is divided by this factor ...
     _step_decay = 4.0
@@ -711,13 +284,13 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         generator = epoch_generator(order, epochs_done)
         step_scale = self._step_decay ** -state.get("step_reductions", 0)
         step = resolved["step_size"] * step_scale
-        averaged_before = state["scalars"][_AVERAGED_COUNT]
+        averaged_before = state["scalars"][AVERAGED_COUNT]
         loss_sum, draws = self._epoch(state, X, y, weights, order, generator, resolved,
                                       step, averaging=True, n_draws=None)
         # sum of the steps of the averaged iterates: the final threshold of the average uses
         # their mean step, which stays right when a warm start changes step_size
         state["averaged_step_sum"] = state.get("averaged_step_sum", 0.0) + step * (
-            state["scalars"][_AVERAGED_COUNT] - averaged_before)
+            state["scalars"][AVERAGED_COUNT] - averaged_before)
         state["samples_seen"] += draws
         # loss sum rescaled to n draws, as the base class divides it by n
         return {"loss_sum": loss_sum * X.shape[0] / max(draws, 1), "step_scale": step_scale}
@@ -753,12 +326,12 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
         """
         saved = {key: state[key].copy() for key in ("coef", "coef_sum", "scalars")}
         outer_loops = state.get("outer_loops", 0)
-        coef, intercept = state["coef"].copy(), float(state["scalars"][_INTERCEPT])
+        coef, intercept = state["coef"].copy(), float(state["scalars"][INTERCEPT])
         exact = exact_smooth_gradient(X, y_signed, weights, coef, intercept, resolved["loss"],
                                       resolved["loss_parameter"])
         if not self.fit_intercept:
             exact = exact[:-1]
-        steps = int(state["scalars"][_STEPS])
+        steps = int(state["scalars"][STEPS])
         correlations = []
         for batch in range(resolved["diagnostic_batches"]):
             # independent batches, the same for the same iterate count (reproducible)
@@ -849,6 +422,10 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
         ``nonzero_coefficients`` (and ``gradient_correlation``).
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Mini-batch proximal SGD (S3GD paper baseline)"
+    _aliases = ("sgd",)
+
     _parameter_constraints = {
         "sampling": [StrOptions({"uniform", "weighted"})],
     }
@@ -883,7 +460,7 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()
-        resolved["sampling"] = check_choice(self.sampling, "sampling", ("uniform", "weighted"))
+        resolved["sampling"] = self.sampling
         return resolved
 
     def _epoch(self, state, X, y, weights, order, generator, resolved, step, averaging,

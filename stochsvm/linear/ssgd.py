@@ -24,7 +24,6 @@ import numpy as np
 from .._core.sampling import strata_from_labels, stratified_batches
 from .._core.state import ArrayField
 from .anchors import cluster_labels
-from .s3gd import _seed_of
 from .sgd import BaseMiniBatchProxClassifier
 
 __all__ = ["StratifiedSGDClassifier"]
@@ -78,6 +77,10 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
         Number of samples in each stratum.
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Zhao & Zhang 2014, Stratified sampling SGD"
+    _aliases = ("ssgd",)
+
     _fitted_fields = {"strata_sizes_": ArrayField("int", (None,), minimum=0)}
 
     def __init__(self, loss="log_loss", penalty="l2", alpha=1e-3, l1_ratio=0.15, beta=None,
@@ -112,8 +115,7 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
         # own stratum and a step is the full gradient (so the default batch of 10 strata
         # also fits fewer than 10 samples)
         n_strata = min(resolved["batch_size"], X.shape[0])
-        seed = np.random.RandomState(
-            np.random.default_rng(_seed_of(self.random_state)).integers(2**31 - 1))
+        seed = self._clustering_random_state()
         if n_strata == X.shape[0]:
             labels = np.arange(X.shape[0], dtype=np.int64)
         elif n_strata == 1:

@@ -30,8 +30,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._core.sampling import uniform_batches
-from .._core.validation import check_positive_int
-from .sgd import _INTERCEPT, BaseMiniBatchProxClassifier
+from .proximal_steps import INTERCEPT
+from .sgd import BaseMiniBatchProxClassifier
 
 __all__ = ["ProxSVRGClassifier"]
 
@@ -85,6 +85,10 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
         ``history_`` also records ``outer_loops`` (full gradients computed).
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Xiao & Zhang 2014, Proximal SVRG"
+    _aliases = ("svrg", "prox-svrg")
+
     _parameter_constraints = {
         "inner_iter": [Interval(Integral, 1, None, closed="left")],
     }
@@ -119,7 +123,7 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()
-        resolved["inner_iter"] = check_positive_int(self.inner_iter, "inner_iter")
+        resolved["inner_iter"] = int(self.inner_iter)
         return resolved
 
     def _steps_per_epoch(self, n_samples, resolved):
@@ -140,7 +144,7 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
                 # the snapshot is the current iterate (the gradient diagnostic, n_draws set,
                 # keeps the last outer loop's snapshot)
                 snapshot[:-1] = state["coef"]
-                snapshot[-1] = state["scalars"][_INTERCEPT]
+                snapshot[-1] = state["scalars"][INTERCEPT]
             # exact full gradient at the snapshot
             # products in the dtype of X: a float32 X is never copied to float64
             scores = np.asarray(X @ snapshot[:-1].astype(X.dtype),

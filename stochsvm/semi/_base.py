@@ -21,16 +21,19 @@ Interface for subclasses
 one-vs-rest, prediction and the objective. A subclass defines:
 
 ``_resolve_parameters(self, n_labeled, n_unlabeled, n_features)``
-    Optional. Check hyper-parameters and store resolved values in private attributes. Before it
-    runs, the base has set ``self._gamma`` (when the estimator has a ``gamma`` parameter),
-    ``self._C`` (from ``C``), ``self._C_star`` (from ``C_star``; ``None`` gives
-    ``C n_l / n_u``, and 0 when there is no unlabeled sample) and ``self._unlabeled_loss``
-    (a :class:`~stochsvm._core.losses.Loss`, from ``unlabeled_loss``) with
-    ``self._unlabeled_parameter`` (``ramp_s`` for the ramp, the loss's default otherwise),
-    for each of those parameters the estimator has.
-``_fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index)``
-    Train one binary problem; ``y_signed`` holds ``+1``/``-1`` (float64), ``X_unlabeled`` may
-    have zero rows, ``rng`` is a :class:`numpy.random.RandomState` shared by the problems.
+    Optional. Apply the rules between the hyper-parameters (each parameter alone was checked by
+    ``_parameter_constraints`` when the fit started) and return the one frozen record of this
+    fit's resolved hyper-parameters (``None`` by default), which ``fit`` passes to every
+    ``_fit_binary``. Before it runs, the base has set the declared fitted state
+    ``self._gamma`` (when the estimator has a ``gamma`` parameter), ``self._C`` (from ``C``),
+    ``self._C_star`` (from ``C_star``; ``None`` gives ``C n_l / n_u``, and 0 when there is no
+    unlabeled sample) and ``self._unlabeled_loss`` (a :class:`~stochsvm._core.losses.Loss`,
+    from ``unlabeled_loss``) with ``self._unlabeled_parameter`` (``ramp_s`` for the ramp, the
+    loss's default otherwise), for each of those parameters the estimator has.
+``_fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index)``
+    Train one binary problem; ``settings`` is the record ``_resolve_parameters`` returned,
+    ``y_signed`` holds ``+1``/``-1`` (float64), ``X_unlabeled`` may have zero rows, ``rng`` is
+    a :class:`numpy.random.RandomState` shared by the problems.
     Returns ``(state, history, n_iter)``: ``state`` a ``dict`` with string keys and NumPy
     arrays or scalars as values (it is stored in ``binary_models_`` and saved by
     :mod:`stochsvm.io`), ``history`` a list of record dicts, ``n_iter`` an int.
@@ -49,7 +52,7 @@ On dask input (:mod:`stochsvm.distributed.semi`) ``X_unlabeled`` is a
 :class:`~stochsvm.distributed.semi.DistributedRows` with the same interface plus
 ``plan_batches(rng, n_labeled, labeled_batch, unlabeled_batch, n_iterations)``: a training loop
 calls it, when present, just before it draws its batches with
-:func:`~stochsvm.semi.tsgs3vm.batch_schedule` from ``rng``, so that the rows of the coming
+:func:`~stochsvm._core.sampling.batch_schedule` from ``rng``, so that the rows of the coming
 iterations are fetched ahead (in rounds) from the row blocks that hold them.
 For more than two labeled classes one binary problem per class is solved (class against the
 rest, the unlabeled samples shared); ``binary_models_[k]`` belongs to ``classes_[k]``. For two
@@ -58,19 +61,18 @@ classes there is one problem, with ``classes_[1]`` as the positive class.
 
 from __future__ import annotations
 
-import numbers
 from numbers import Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context, problem_seeds
+from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
+from .._core.sampling import problem_seeds
 from .._core.kernels import resolve_gamma
 from .._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES, get_unlabeled_loss
 from .._core.state import BoolField, FloatField, LibraryField, ListField
 from .._core.validation import (
-    check_positive,
     split_semi_supervised_labels,
     validate_prediction_data,
     validate_training_data,
@@ -90,30 +92,23 @@ BALANCE_AUTO_LABELS = 100
 
 
 def resolve_balance(balance, n_labeled):
-    """``balance`` as a bool: ``True``/``False`` as given, ``"auto"`` true when fewer than
-    :data:`BALANCE_AUTO_LABELS` samples are labeled (see the measurements beside it)."""
-    if isinstance(balance, (bool, np.bool_)):
-        return bool(balance)
-    if isinstance(balance, str) and balance == "auto":
+    """``balance`` (checked by ``_parameter_constraints``) as a bool: ``True``/``False`` as
+    given, ``"auto"`` true when fewer than :data:`BALANCE_AUTO_LABELS` samples are labeled
+    (see the measurements beside it)."""
+    if isinstance(balance, str):  # "auto"
         return n_labeled < BALANCE_AUTO_LABELS
-    raise ValueError(f"balance={balance!r} must be True, False or 'auto'.")
+    return bool(balance)
 
 UNLABELED = -1
 
 
 def resolve_semi_supervised_gamma(gamma, X):
-    """Resolve a kernel width: ``"scale"`` -> ``1 / (n_features X.var())`` as in
-    :class:`sklearn.svm.SVC` (1.0 when the variance is 0), ``"auto"`` -> ``1 / n_features``,
-    or a positive finite float."""
+    """Resolve a kernel width (checked by ``_parameter_constraints``): ``"scale"`` ->
+    ``1 / (n_features X.var())`` as in :class:`sklearn.svm.SVC` (1.0 when the variance is 0),
+    ``"auto"`` -> ``1 / n_features``, a positive number as a float."""
     if isinstance(gamma, str):
-        if gamma == "scale":
-            return resolve_gamma(None, X)
-        if gamma == "auto":
-            return 1.0 / X.shape[1]
-        raise ValueError(f"gamma={gamma!r} is not valid; use 'scale', 'auto' or a float > 0.")
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real):
-        raise TypeError(f"gamma={gamma!r} must be 'scale', 'auto' or a float > 0.")
-    return check_positive(gamma, "gamma")
+        return resolve_gamma(None, X) if gamma == "scale" else 1.0 / X.shape[1]
+    return float(gamma)
 
 
 class RowSubset:
@@ -135,6 +130,11 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
 
     # True where ``_fit_binary`` reads ``X_unlabeled`` only by batches of rows
     _unlabeled_by_rows = False
+
+    #: the labeled loss, then the unlabeled losses of Table 2 of the TSGS3VM paper a solver
+    #: accepts, and the regularizer (for the registry)
+    _allowed_losses = ("hinge", *UNLABELED_LOSSES)
+    _allowed_penalties = ("l2",)
 
     _parameter_constraints = {
         "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
@@ -210,14 +210,14 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         y_labeled = y[labeled_mask]
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         self._resolve_common(X, n_labeled, n_unlabeled)
-        self._resolve_parameters(n_labeled, n_unlabeled, X.shape[1])
+        settings = self._resolve_parameters(n_labeled, n_unlabeled, X.shape[1])
         # Estimators without randomness (no random_state parameter) get a fixed generator.
         seed = (self.random_state if "random_state" in self.get_params(deep=False)
                 else np.random.RandomState(0))
         problems = self._signed_labels(y_labeled)
         random_state, seeds = problem_seeds(seed, len(problems))
         results = self._solve_problems(self._fit_binary, [
-            (X_labeled, y_signed, X_unlabeled,
+            (settings, X_labeled, y_signed, X_unlabeled,
              random_state if problem_seed is None else np.random.RandomState(problem_seed),
              index)
             for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))])
@@ -227,7 +227,9 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         return self
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
-        """Hook for subclass-specific checks (nothing by default)."""
+        """The record of this fit's resolved hyper-parameters, after the rules between them
+        (see the module docstring); ``None`` by default."""
+        return None
 
     @dask_input
     def decision_function(self, X):

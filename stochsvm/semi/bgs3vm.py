@@ -54,14 +54,15 @@ old, rarely refreshed terms the smallest, so they go first. Each step costs
 :math:`O((|B^l_t| + |B^u_t|)(B_l + B_u) d)` kernel work, so one pass over :math:`n` samples costs
 :math:`O(n (B_l + 0.2 n_u) d)` with the paper's budgets.
 
-The compiled loop :func:`_bgs3vm_steps` works on dense float64 rows (CSR input is densified)
+The compiled loop :func:`bgs3vm_steps` works on dense float64 rows (CSR input is densified)
 and on pre-drawn batches, so that it is reproducible and its NumPy twin replays it exactly.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
+from collections import namedtuple
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numba
@@ -73,16 +74,10 @@ from .._core.kernels import check_machine_memory
 from .._core.losses import HINGE, margin_loss, unlabeled_loss_derivative
 from .._core.monitor import TrainingMonitor
 from .._core.state import ArrayField, DictField, FloatField, StrField
-from .._core.validation import (
-    check_choice,
-    check_fraction,
-    check_positive,
-    check_positive_int,
-)
 from ._base import BaseSemiSupervisedClassifier
-from .tsvm import _check_positive_fraction, _UnlabeledLossByName
+from .tsvm import UnlabeledLossByName, resolve_positive_fraction
 
-__all__ = ["BGS3VM"]
+__all__ = ["BGS3VM", "BGS3VMSettings"]
 
 KERNELS = ("rbf", "linear", "poly")
 
@@ -110,10 +105,10 @@ def poly_from_dot(dot, squared_a, squared_b, gamma, degree, coef0):
 
 # compiled loops take the kernel's integer code (a function argument would defeat numba's
 # on-disk cache, see stochsvm._core.losses)
-_KERNEL_CODES = {"rbf": 0, "linear": 1, "poly": 2}
+KERNEL_CODES = {"rbf": 0, "linear": 1, "poly": 2}
 
 
-# a called function, not inlined: its two call sites in _bgs3vm_steps would each type and
+# a called function, not inlined: its two call sites in bgs3vm_steps would each type and
 # compile the three kernels again
 @numba.njit(cache=True)
 def kernel_from_dot(code, dot, squared_a, squared_b, gamma, degree, coef0):
@@ -128,28 +123,89 @@ def kernel_from_dot(code, dot, squared_a, squared_b, gamma, degree, coef0):
 # --------------------------------------------------------------------------------------
 # compiled loop
 # --------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def _bgs3vm_steps(X, squared_norms, self_kernel, targets, labeled_batches, unlabeled_batches,
-                  steps, labeled_scale, unlabeled_scales, kernel, gamma, degree, coef0,
-                  unlabeled_loss_code, unlabeled_parameter,
-                  pool_sample, pool_coef, pool_size, pool_start, pool_capacity, slot_of_sample,
-                  outputs_buffer, reference, pool_mean_kernel, balance_target, balance):
-    """Run ``len(steps)`` budgeted SGD steps in place.
+#: Scalar settings of :func:`bgs3vm_steps`, fixed for a binary problem.
+#:
+#: ``kernel`` is the integer code of :data:`KERNEL_CODES` with its ``gamma``, ``degree``
+#: and ``coef0`` (floats); ``labeled_scale`` is :math:`C n_l / |B^l_t|`;
+#: ``unlabeled_loss_code`` and ``unlabeled_parameter`` select the unlabeled loss
+#: (:func:`stochsvm._core.losses.unlabeled_loss_derivative`); with ``balance`` (a bool) the
+#: intercept keeps the mean output over the reference rows at ``balance_target``
+#: (:math:`2p - 1`).
+StepSettings = namedtuple("StepSettings", [
+    "kernel", "gamma", "degree", "coef0", "labeled_scale", "unlabeled_loss_code",
+    "unlabeled_parameter", "balance", "balance_target"])
 
-    ``X`` holds all rows (labeled first); ``targets[i]`` is ``y_i`` for labeled rows.
-    Pools: pool ``p`` (0 labeled, 1 unlabeled) occupies slots
-    ``pool_start[p] : pool_start[p] + pool_size[p]`` of ``pool_sample`` / ``pool_coef``
-    (capacity ``pool_capacity[p]``); ``slot_of_sample[i]`` is the slot of row ``i`` or -1.
-    ``unlabeled_scales[t]`` is the weight of the unlabeled term at step ``t``.
-    ``outputs_buffer`` has room for one labeled plus one unlabeled batch. With ``balance``,
-    the intercept is ``balance_target - sum_s alpha_s pool_mean_kernel[s]`` where
-    ``pool_mean_kernel[s]`` is the mean of ``k(x_s, x_r)`` over the ``reference`` rows, so that
-    the mean output over them is ``balance_target`` (the balancing constraint).
+#: The iterations a call of :func:`bgs3vm_steps` runs, one row (or entry) per iteration:
+#: ``labeled_batches`` (rows of :math:`B^l_t`), ``unlabeled_batches`` (rows of
+#: :math:`B^u_t`), ``steps`` (:math:`\eta_t`) and ``unlabeled_scales`` (the weight of the
+#: unlabeled term, :math:`C^* n_u / |B^u_t|` times the ramp-up factor).
+StepSchedule = namedtuple("StepSchedule", [
+    "labeled_batches", "unlabeled_batches", "steps", "unlabeled_scales"])
+
+#: The two budget pools, updated in place by :func:`bgs3vm_steps`. Pool ``p`` (0 labeled,
+#: 1 unlabeled) occupies slots ``start[p] : start[p] + size[p]`` of ``sample`` (row
+#: indices), ``coef`` (:math:`\alpha_s`) and ``mean_kernel`` (:math:`\bar k_s`, the mean of
+#: :math:`k(x_s, x_r)` over the reference rows), at most ``capacity[p]`` of them;
+#: ``slot_of_sample[i]`` is the slot of row ``i`` or -1.
+BudgetPools = namedtuple("BudgetPools", [
+    "sample", "coef", "size", "start", "capacity", "slot_of_sample", "mean_kernel"])
+
+
+def schedule_chunk(schedule, begin, end):
+    """The iterations ``begin:end`` of a :data:`StepSchedule`."""
+    return StepSchedule(*(entries[begin:end] for entries in schedule))
+
+
+@numba.njit(cache=True)
+def bgs3vm_steps(X, squared_norms, self_kernel, targets, reference, schedule, settings, pools):
+    r"""Run the budgeted SGD steps of ``schedule`` in place.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        All rows, labeled first (dense float64).
+    squared_norms, self_kernel : ndarray of shape (n_samples,)
+        :math:`\|x_i\|^2` and :math:`k(x_i, x_i)`.
+    targets : ndarray of shape (n_samples,)
+        :math:`y_i` of the labeled rows (anything for the unlabeled ones).
+    reference : ndarray of shape (n_reference,)
+        Rows of the reference set :math:`R` of the balancing constraint (unused without
+        ``settings.balance``).
+    schedule : StepSchedule
+        Batches, step sizes and unlabeled weights, one per step.
+    settings : StepSettings
+        Kernel, costs, unlabeled loss and balancing constraint.
+    pools : BudgetPools
+        The support vectors of both budgets; updated in place. With ``settings.balance``,
+        the intercept is ``balance_target - sum_s alpha_s mean_kernel[s]``, so that the mean
+        output over the reference rows is ``balance_target`` (the balancing constraint).
     """
+    labeled_batches = schedule.labeled_batches
+    unlabeled_batches = schedule.unlabeled_batches
+    steps = schedule.steps
+    unlabeled_scales = schedule.unlabeled_scales
+    kernel = settings.kernel
+    gamma = settings.gamma
+    degree = settings.degree
+    coef0 = settings.coef0
+    labeled_scale = settings.labeled_scale
+    unlabeled_loss_code = settings.unlabeled_loss_code
+    unlabeled_parameter = settings.unlabeled_parameter
+    balance = settings.balance
+    balance_target = settings.balance_target
+    pool_sample = pools.sample
+    pool_coef = pools.coef
+    pool_size = pools.size
+    pool_start = pools.start
+    pool_capacity = pools.capacity
+    slot_of_sample = pools.slot_of_sample
+    pool_mean_kernel = pools.mean_kernel
     n_features = X.shape[1]
     n_labeled_batch = labeled_batches.shape[1]
     n_unlabeled_batch = unlabeled_batches.shape[1]
     n_batch = n_labeled_batch + n_unlabeled_batch
+    # outputs f(x) of one labeled plus one unlabeled batch
+    outputs_buffer = np.empty(n_batch)
     for t in range(steps.shape[0]):
         eta = steps[t]
         intercept = 0.0
@@ -237,7 +293,51 @@ def _bgs3vm_steps(X, squared_norms, self_kernel, targets, labeled_batches, unlab
 # --------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------
-class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
+@dataclass(frozen=True)
+class BGS3VMSettings:
+    r"""The hyper-parameters of one BGS3VM fit, resolved once by
+    :meth:`BGS3VM._resolve_parameters` and passed to every binary problem.
+
+    The declared fitted state (``C``, ``C_star``, ``gamma``, the kernel, the unlabeled loss
+    and ``balance``) is not repeated here; the symbols are those of the module docstring.
+
+    Attributes
+    ----------
+    labeled_budget : int
+        :math:`B_l`, the size of the labeled pool of support vectors (``labeled_budget``, at
+        most :math:`n_l`).
+    unlabeled_budget : int
+        :math:`B_u`, the size of the unlabeled pool (``unlabeled_budget`` as a count, or
+        ``ceil`` of its fraction of :math:`n_u`; at most :math:`n_u`).
+    batch_size : int
+        The samples drawn per iteration from each of the labeled and unlabeled sets
+        (:math:`|B^l_t|` and :math:`|B^u_t|` before the caps by :math:`n_l` and
+        :math:`n_u`).
+    n_passes : int
+        Passes over the unlabeled samples (over the labeled ones when there are none).
+    step_size : float or None
+        The constant step :math:`\eta_t`, or ``None`` for :math:`\eta_t = 1/t`.
+    balance_samples : int
+        :math:`|R|`, the unlabeled samples of the reference set of the balancing constraint
+        (at most :math:`n_u`).
+    ramp_up : float
+        Fraction of the iterations over which the unlabeled cost rises from 0 to :math:`C^*`
+        (``unlabeled_ramp_up``).
+    record_every : int or None
+        SGD iterations between records; ``None``: one record per pass.
+    """
+
+    labeled_budget: int
+    unlabeled_budget: int
+    batch_size: int
+    n_passes: int
+    step_size: float | None
+    balance_samples: int
+    ramp_up: float
+    record_every: int | None
+
+
+class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
     r"""Budgeted stochastic gradient S3VM (Le et al. 2016), the BGS3VM baseline of TSGS3VM.
 
     See the module docstring for the objective, the step and the budget rule. Unlabeled
@@ -328,6 +428,10 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
     baseline by cross-validation with :class:`~stochsvm.semi.model_selection.LabeledKFold`.
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Le et al. 2016, Budgeted semi-supervised SVM"
+    _aliases = ("bgs3vm",)
+
     _binary_model_field = DictField({
         "support_vectors": ArrayField("float", ("n_support", "n_features"), sparse=True),
         "coef": ArrayField("float", ("n_support",)),
@@ -387,135 +491,117 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
 
     # ---------------------------------------------------------------- parameters
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
-        self._kernel_name = check_choice(self.kernel, "kernel", KERNELS)
-        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or \
-                self.degree < 1:
-            raise ValueError(f"degree={self.degree!r} must be an integer >= 1.")
-        if isinstance(self.coef0, bool) or not isinstance(self.coef0, numbers.Real) or \
-                not np.isfinite(self.coef0):
-            raise ValueError(f"coef0={self.coef0!r} must be a finite number.")
+        """The fit's :class:`BGS3VMSettings`, after the rules between parameters (each
+        parameter alone is checked by ``_parameter_constraints``); sets the fitted
+        ``_kernel_name``."""
+        self._kernel_name = self.kernel
+        if isinstance(self.unlabeled_budget, Integral):  # a count
+            unlabeled_budget = int(self.unlabeled_budget)
+        else:  # a fraction of the unlabeled samples
+            unlabeled_budget = max(1, int(math.ceil(self.unlabeled_budget * n_unlabeled)))
         # a pool holds each sample at most once (a sample already in it has its coefficient
         # increased), so a budget beyond the samples of its kind can never fill: it is capped
         # at that count, which changes no model and bounds the pool arrays by the data
-        self._labeled_budget = max(1, min(
-            check_positive_int(self.labeled_budget, "labeled_budget"), n_labeled))
-        self._unlabeled_budget = max(1, min(self._resolve_unlabeled_budget(n_unlabeled),
-                                            n_unlabeled))
+        labeled_budget = max(1, min(int(self.labeled_budget), n_labeled))
+        unlabeled_budget = max(1, min(unlabeled_budget, n_unlabeled))
         # _fit_binary works on a dense float64 copy of all rows (CSR input is densified) and
         # pools of 32 bytes a slot
         check_machine_memory(
             8.0 * (n_labeled + n_unlabeled) * (n_features + 1)
-            + 32.0 * (self._labeled_budget + self._unlabeled_budget),
+            + 32.0 * (labeled_budget + unlabeled_budget),
             f"BGS3VM's dense float64 copy of the {n_labeled + n_unlabeled} x {n_features} "
             "training data",
             "BGS3VM densifies its input: use TSGS3VM (random features, reads the data a batch "
             "at a time) for data of this size.")
-        self._batch_size = check_positive_int(self.batch_size, "batch_size")
-        self._n_passes = check_positive_int(self.n_passes, "n_passes")
-        self._balance_samples = check_positive_int(self.balance_samples, "balance_samples")
-        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
-        self._record_every = check_positive_int(self.record_every, "record_every",
-                                                allow_none=True)
-        if self.positive_fraction is not None:
-            _check_positive_fraction(self.positive_fraction, np.ones(1))
-        if self.step_size is None:
-            self._step_size = None
-        else:
-            self._step_size = check_positive(self.step_size, "step_size")
-            if self._step_size > 1.0:
-                raise ValueError(f"step_size={self.step_size!r} must be in (0, 1]: a step "
-                                 "shrinks f by (1 - step_size).")
-
-    def _resolve_unlabeled_budget(self, n_unlabeled):
-        budget = self.unlabeled_budget
-        if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
-            raise ValueError(f"unlabeled_budget={budget!r} must be a fraction in (0, 1] of the "
-                             "unlabeled samples or a positive integer count.")
-        if isinstance(budget, numbers.Integral):
-            return check_positive_int(budget, "unlabeled_budget")
-        if not (np.isfinite(budget) and 0.0 < budget <= 1.0):
-            raise ValueError(f"unlabeled_budget={budget!r} must be a fraction in (0, 1] of the "
-                             "unlabeled samples or a positive integer count.")
-        return max(1, int(math.ceil(budget * n_unlabeled)))
+        if self.step_size is not None and self.step_size > 1.0:
+            raise ValueError(f"step_size={self.step_size!r} must be in (0, 1]: a step "
+                             "shrinks f by (1 - step_size).")
+        return BGS3VMSettings(
+            labeled_budget=labeled_budget, unlabeled_budget=unlabeled_budget,
+            batch_size=int(self.batch_size), n_passes=int(self.n_passes),
+            step_size=None if self.step_size is None else float(self.step_size),
+            balance_samples=int(self.balance_samples),
+            ramp_up=float(self.unlabeled_ramp_up),
+            record_every=None if self.record_every is None else int(self.record_every))
 
     def _positive_fraction(self, y_signed):
-        return _check_positive_fraction(self.positive_fraction, y_signed)
+        return resolve_positive_fraction(self.positive_fraction, y_signed)
 
     # ---------------------------------------------------------------- training
     def _kernel_function(self):
-        return _KERNEL_CODES[self._kernel_name]
+        return KERNEL_CODES[self._kernel_name]
 
-    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         X_all = _dense_stack(X_labeled, X_unlabeled)
         squared_norms = np.einsum("ij,ij->i", X_all, X_all)
-        kernel = self._kernel_function()
         gamma, degree, coef0 = float(self._gamma), float(self.degree), float(self.coef0)
         self_kernel = self_kernel_values(self._kernel_name, squared_norms, gamma, degree,
                                          coef0)
         targets = np.concatenate([y_signed, np.zeros(n_unlabeled)])
-        labeled_batch = min(self._batch_size, n_labeled)
-        unlabeled_batch = min(self._batch_size, n_unlabeled) if self._C_star > 0 else 0
+        labeled_batch = min(settings.batch_size, n_labeled)
+        unlabeled_batch = min(settings.batch_size, n_unlabeled) if self._C_star > 0 else 0
         if unlabeled_batch:
             iterations_per_pass = int(math.ceil(n_unlabeled / unlabeled_batch))
         else:
             iterations_per_pass = int(math.ceil(n_labeled / labeled_batch))
-        labeled_scale = self._C * n_labeled / labeled_batch
         unlabeled_scale = self._C_star * n_unlabeled / unlabeled_batch if unlabeled_batch \
             else 0.0
-        capacity = np.array([self._labeled_budget, self._unlabeled_budget], dtype=np.int64)
-        pool_start = np.array([0, self._labeled_budget], dtype=np.int64)
-        pool_size = np.zeros(2, dtype=np.int64)
-        pool_sample = np.full(int(capacity.sum()), -1, dtype=np.int64)
-        pool_coef = np.zeros(int(capacity.sum()))
-        slot_of_sample = np.full(n_labeled + n_unlabeled, -1, dtype=np.int64)
-        outputs_buffer = np.zeros(labeled_batch + unlabeled_batch)
-        balance = self._balance and unlabeled_batch > 0
+        slots = settings.labeled_budget + settings.unlabeled_budget
+        pools = BudgetPools(
+            sample=np.full(slots, -1, dtype=np.int64), coef=np.zeros(slots),
+            size=np.zeros(2, dtype=np.int64),
+            start=np.array([0, settings.labeled_budget], dtype=np.int64),
+            capacity=np.array([settings.labeled_budget, settings.unlabeled_budget],
+                              dtype=np.int64),
+            slot_of_sample=np.full(n_labeled + n_unlabeled, -1, dtype=np.int64),
+            mean_kernel=np.zeros(slots))
+        balance = bool(self._balance and unlabeled_batch > 0)
         if balance:
             fraction = self._positive_fraction(y_signed)
             balance_target = 2.0 * fraction - 1.0
-            size = min(n_unlabeled, self._balance_samples)
+            size = min(n_unlabeled, settings.balance_samples)
             reference = (n_labeled + np.sort(rng.choice(n_unlabeled, size, replace=False))
                          ).astype(np.int64)
         else:
             fraction, balance_target = float("nan"), 0.0
             reference = np.zeros(0, dtype=np.int64)
-        pool_mean_kernel = np.zeros(int(capacity.sum()))
+        step_settings = StepSettings(
+            kernel=self._kernel_function(), gamma=gamma, degree=degree, coef0=coef0,
+            labeled_scale=float(self._C * n_labeled / labeled_batch),
+            unlabeled_loss_code=int(self._unlabeled_loss.code),
+            unlabeled_parameter=float(self._unlabeled_parameter), balance=balance,
+            balance_target=float(balance_target))
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"BGS3VM[{problem_index}] ")
         iteration = 0
         stop = False
-        state = self._state(X_all, pool_sample, pool_coef, pool_size, pool_start, 0.0)
-        for epoch in range(1, self._n_passes + 1):
+        state = self._state(X_all, pools, 0.0)
+        for epoch in range(1, settings.n_passes + 1):
             labeled_batches, unlabeled_batches = draw_batches(
                 rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch,
                 iterations_per_pass)
-            steps = step_sizes(iteration, iterations_per_pass, self._step_size)
-            unlabeled_scales = unlabeled_scale * ramp_up_factors(
-                iteration, iterations_per_pass, iterations_per_pass * self._n_passes,
-                self._ramp_up)
-            chunk = self._record_every or iterations_per_pass
+            schedule = StepSchedule(
+                labeled_batches, unlabeled_batches,
+                step_sizes(iteration, iterations_per_pass, settings.step_size),
+                unlabeled_scale * ramp_up_factors(
+                    iteration, iterations_per_pass, iterations_per_pass * settings.n_passes,
+                    settings.ramp_up))
+            chunk = settings.record_every or iterations_per_pass
             for begin in range(0, iterations_per_pass, chunk):
                 end = min(begin + chunk, iterations_per_pass)
-                _bgs3vm_steps(X_all, squared_norms, self_kernel, targets,
-                              labeled_batches[begin:end], unlabeled_batches[begin:end],
-                              steps[begin:end], labeled_scale,
-                              unlabeled_scales[begin:end], kernel,
-                              gamma, degree, coef0, self._unlabeled_loss.code,
-                              self._unlabeled_parameter, pool_sample, pool_coef, pool_size,
-                              pool_start, capacity, slot_of_sample, outputs_buffer, reference,
-                              pool_mean_kernel, balance_target, balance)
+                bgs3vm_steps(X_all, squared_norms, self_kernel, targets, reference,
+                             schedule_chunk(schedule, begin, end), step_settings, pools)
                 iteration += end - begin
                 intercept = 0.0
                 if balance:
-                    intercept = balance_target - float(pool_coef @ pool_mean_kernel)
-                state = self._state(X_all, pool_sample, pool_coef, pool_size, pool_start,
-                                    intercept)
+                    intercept = balance_target - float(pools.coef @ pools.mean_kernel)
+                state = self._state(X_all, pools, intercept)
                 state["positive_fraction"] = fraction
                 record = {"iteration": iteration, "passes": iteration / iterations_per_pass,
                           "samples_seen": iteration * (labeled_batch + unlabeled_batch),
-                          "labeled_support": int(pool_size[0]),
-                          "unlabeled_support": int(pool_size[1])}
+                          "labeled_support": int(pools.size[0]),
+                          "unlabeled_support": int(pools.size[1])}
                 if self.track_objective:
                     record["objective"] = self._objective_binary(
                         X_labeled, y_signed, X_unlabeled, state)
@@ -527,13 +613,14 @@ class BGS3VM(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         return state, monitor.history, iteration
 
     @staticmethod
-    def _state(X_all, pool_sample, pool_coef, pool_size, pool_start, intercept):
-        slots = np.concatenate([np.arange(pool_start[p], pool_start[p] + pool_size[p])
+    def _state(X_all, pools, intercept):
+        """The binary model of the support vectors in ``pools`` (a :data:`BudgetPools`)."""
+        slots = np.concatenate([np.arange(pools.start[p], pools.start[p] + pools.size[p])
                                 for p in range(2)]).astype(np.int64)
-        labeled = np.concatenate([np.ones(pool_size[0], dtype=bool),
-                                  np.zeros(pool_size[1], dtype=bool)])
-        samples = pool_sample[slots]
-        return {"support_vectors": X_all[samples].copy(), "coef": pool_coef[slots].copy(),
+        labeled = np.concatenate([np.ones(pools.size[0], dtype=bool),
+                                  np.zeros(pools.size[1], dtype=bool)])
+        samples = pools.sample[slots]
+        return {"support_vectors": X_all[samples].copy(), "coef": pools.coef[slots].copy(),
                 "intercept": float(intercept), "labeled_support": labeled}
 
     # ---------------------------------------------------------------- prediction

@@ -17,6 +17,7 @@ balancing constraint and annealing are those of :class:`stochsvm.semi.tsgs3vm.TS
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
@@ -24,24 +25,62 @@ from sklearn.utils._param_validation import Interval
 
 from .._core.losses import MARGIN_LOSSES
 from .._core.monitor import TrainingMonitor
-from .._core.random_features import (
-    RANDOM_FEATURE_KERNELS,
-    draw_seed,
-    feature_block,
-    transform_block,
-)
+from .._core.random_features import draw_seed, feature_block, transform_block
+from .._core.sampling import batch_schedule
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
-from .._core.validation import check_choice, check_fraction, check_positive_int
 from ._base import BaseSemiSupervisedClassifier
-from .tsgs3vm import (
-    SCHEDULE_PARAMETER_CONSTRAINTS,
-    batch_schedule,
-    resolve_stochastic_schedule,
-)
+from .stochastic_schedule import SCHEDULE_PARAMETER_CONSTRAINTS, resolve_stochastic_schedule
 
-__all__ = ["FRS3VM", "frs3vm_train"]
+__all__ = ["FRS3VM", "FRS3VMSettings", "frs3vm_train"]
 
 _ROWS_PER_CHUNK = 2048
+
+
+@dataclass(frozen=True)
+class FRS3VMSettings:
+    r"""The hyper-parameters of one FRS3VM fit, resolved once by
+    :meth:`FRS3VM._resolve_parameters` and passed to every binary problem.
+
+    The declared fitted state (``C``, ``C_star``, ``gamma``, the unlabeled loss and
+    ``balance``, resolved by the base class) is not repeated here. The symbols are those of
+    the TSGS3VM paper, whose baseline this is.
+
+    Attributes
+    ----------
+    kernel : {"rbf", "laplacian"}
+        The kernel whose fixed random Fourier features :math:`z(x)` are drawn.
+    n_components : int
+        :math:`D`, the number of fixed random features (``n_components``).
+    dtype : numpy.dtype
+        Precision of the random features during training (``feature_dtype``).
+    labeled_batch : int
+        :math:`|B_l|`, the labeled samples per iteration (``batch_size``, at most
+        :math:`n_l`).
+    unlabeled_batch : int
+        :math:`|B_u|`, the unlabeled samples per iteration (at most :math:`n_u`).
+    n_iterations : int
+        :math:`T`, the SGD iterations (``max_iter``, or ``n_passes`` passes over the
+        unlabeled samples).
+    step : float or ndarray of shape (n_iterations,)
+        The step :math:`\gamma_t`: one constant (``step_schedule="constant"`` or
+        ``step_size="theory"``), or one per iteration :math:`\gamma_0 / (1 + \gamma_0 t)`
+        (``"decreasing"``).
+    ramp_up : float
+        Fraction of the iterations over which the weight of the unlabeled loss grows from 0
+        to :math:`C^*` (``unlabeled_ramp_up``).
+    record_every : int
+        Iterations between history records.
+    """
+
+    kernel: str
+    n_components: int
+    dtype: np.dtype
+    labeled_batch: int
+    unlabeled_batch: int
+    n_iterations: int
+    step: float | np.ndarray
+    ramp_up: float
+    record_every: int
 
 
 def _linear_scores(X, coef, omega, offset, dtype):
@@ -165,6 +204,10 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     baseline by cross-validation with :class:`~stochsvm.semi.model_selection.LabeledKFold`.
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Fixed random features + SGD (TSGS3VM paper baseline)"
+    _aliases = ("frs3vm",)
+
     # training reads the unlabeled samples a batch at a time: no copy of them (see _base)
     _unlabeled_by_rows = True
     # dask input: the sampled rows are fetched from the row blocks that hold them
@@ -215,43 +258,46 @@ class FRS3VM(BaseSemiSupervisedClassifier):
         self.record_every = record_every
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
-        self._kernel_name = check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
-        self._n_components = check_positive_int(self.n_components, "n_components")
-        self._dtype = np.dtype(check_choice(self.feature_dtype, "feature_dtype",
-                                            ("float32", "float64")))
+        """The fit's :class:`FRS3VMSettings`, after the rules between parameters (each
+        parameter alone is checked by ``_parameter_constraints``)."""
+        n_components = int(self.n_components)
+        dtype = np.dtype(self.feature_dtype)
 
         def memory(n_iterations, labeled_batch, unlabeled_batch):
             # the D frequencies and offsets (d + 1 numbers a feature), the coefficients, and
             # the features of a batch or of a prediction chunk (with temporaries)
-            itemsize = self._dtype.itemsize
+            itemsize = dtype.itemsize
             rows = max(labeled_batch + unlabeled_batch, _ROWS_PER_CHUNK)
-            needed = float(self._n_components) * (
+            needed = float(n_components) * (
                 (n_features + 1.0) * itemsize + 8.0 + 3.0 * itemsize * rows)
             what = (f" and the random features of n_components={self.n_components!r} x "
                     f"{n_features} input features (batches of {rows} rows)")
             return needed, what, " or n_components"
 
-        (self._labeled_batch, self._unlabeled_batch, self._n_iterations,
-         self._step, _) = resolve_stochastic_schedule(self, n_labeled, n_unlabeled,
-                                                      self.n_passes, memory=memory)
-        self._ramp_up = check_fraction(self.unlabeled_ramp_up, "unlabeled_ramp_up")
-        self._record_every = check_positive_int(self.record_every, "record_every")
+        labeled_batch, unlabeled_batch, n_iterations, step, _ = resolve_stochastic_schedule(
+            self, n_labeled, n_unlabeled, self.n_passes, memory=memory)
+        return FRS3VMSettings(
+            kernel=self.kernel, n_components=n_components, dtype=dtype,
+            labeled_batch=labeled_batch, unlabeled_batch=unlabeled_batch,
+            n_iterations=n_iterations, step=step, ramp_up=float(self.unlabeled_ramp_up),
+            record_every=int(self.record_every))
 
-    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
         seed = draw_seed(rng)
-        omega, offset = feature_block(seed, 0, X_labeled.shape[1], self._n_components,
-                                      self._gamma, self._kernel_name, self._dtype)
+        omega, offset = feature_block(seed, 0, X_labeled.shape[1], settings.n_components,
+                                      self._gamma, settings.kernel, settings.dtype)
         coef, intercept, history, n_iter = frs3vm_train(
             X_labeled, y_signed, X_unlabeled, rng, omega=omega, offset=offset, C=self._C,
             C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,
-            unlabeled_parameter=self._unlabeled_parameter, labeled_batch=self._labeled_batch,
-            unlabeled_batch=self._unlabeled_batch, n_iterations=self._n_iterations,
-            step=self._step, dtype=self._dtype, balance=self._balance, ramp_up=self._ramp_up,
+            unlabeled_parameter=self._unlabeled_parameter,
+            labeled_batch=settings.labeled_batch, unlabeled_batch=settings.unlabeled_batch,
+            n_iterations=settings.n_iterations, step=settings.step, dtype=settings.dtype,
+            balance=self._balance, ramp_up=settings.ramp_up,
             monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                     label=f"FRS3VM[{problem_index}] "),
-            record_every=self._record_every)
+            record_every=settings.record_every)
         state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
-                 "offset": offset, "dtype": self._dtype.name}
+                 "offset": offset, "dtype": settings.dtype.name}
         return state, history, n_iter
 
     def _decision_binary(self, X, state):

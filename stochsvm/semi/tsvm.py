@@ -83,8 +83,8 @@ more than ``max_samples`` samples (use :class:`stochsvm.semi.tsgs3vm.TSGS3VM` be
 
 from __future__ import annotations
 
-import numbers
 import warnings
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numba
@@ -98,10 +98,9 @@ from .._core.kernels import KERNELS, kernel_block
 from .._core.losses import get_unlabeled_loss
 from .._core.monitor import TrainingMonitor
 from .._core.state import ArrayField, DictField, FloatField, StrField
-from .._core.validation import check_choice, check_positive, check_positive_int
 from ._base import BaseSemiSupervisedClassifier
 
-__all__ = ["SelfLabelingTSVM", "CCCPTSVM"]
+__all__ = ["SelfLabelingTSVM", "CCCPTSVM", "ExactTSVMSettings"]
 
 # Joachims' starting value of the annealed unlabeled costs (S3VMlight).
 _ANNEAL_START = 1e-5
@@ -123,30 +122,38 @@ def _stack_rows(A, B):
     return np.vstack([A, B])
 
 
-def _check_positive_fraction(value, y_signed):
-    """``None`` -> the labeled ratio of positives; otherwise a float in (0, 1)."""
+def resolve_positive_fraction(value, y_signed):
+    """The share :math:`p` of positives expected among the unlabeled samples: ``value`` (a
+    ``positive_fraction`` in (0, 1), checked by the estimator's ``_parameter_constraints``)
+    as a float, or for ``None`` the labeled ratio of positives of ``y_signed``."""
     if value is None:
         return float(np.mean(y_signed > 0))
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-            np.isfinite(value) and 0.0 < value < 1.0):
-        raise ValueError(f"positive_fraction={value!r} must be a number strictly between 0 "
-                         "and 1 (the expected share of positives among the unlabeled samples), "
-                         "or None for the labeled class ratio.")
     return float(value)
 
 
-def _check_max_samples(estimator, n_samples):
-    limit = check_positive_int(estimator.max_samples, "max_samples")
-    if n_samples > limit:
-        raise ValueError(
-            f"{type(estimator).__name__} is an exact small-n reference: it holds the "
-            f"{n_samples} x {n_samples} kernel matrix and solves every convex sub-problem "
-            f"exactly, and {n_samples} samples exceed max_samples={limit}. Use "
-            "stochsvm.semi.tsgs3vm.TSGS3VM (or FRS3VM / BGS3VM) for large data sets, or raise "
-            "max_samples if the memory and time are acceptable.")
+@dataclass(frozen=True)
+class ExactTSVMSettings:
+    """The hyper-parameters of one :class:`SelfLabelingTSVM` or :class:`CCCPTSVM` fit,
+    resolved once by ``_resolve_parameters`` and passed to every binary problem.
+
+    The declared fitted state (``C``, ``C_star``, ``gamma``, the kernel and the unlabeled
+    loss) is not repeated here.
+
+    Attributes
+    ----------
+    max_iter : int
+        The most SVM trainings (SelfLabelingTSVM, the labeled-only start included) or CCCP
+        steps (CCCPTSVM) per binary problem.
+    tol : float
+        The stopping tolerance of every convex sub-problem: libsvm's (SelfLabelingTSVM), or
+        the largest projected-gradient violation of the coordinate descent (CCCPTSVM).
+    """
+
+    max_iter: int
+    tol: float
 
 
-class _UnlabeledLossByName:
+class UnlabeledLossByName:
     """Keep the fitted unlabeled loss as its name, so that :mod:`stochsvm.io` can save the
     model (a :class:`~stochsvm._core.losses.Loss` holds compiled functions); reading
     ``_unlabeled_loss`` returns the :class:`Loss` again."""
@@ -160,7 +167,7 @@ class _UnlabeledLossByName:
         self._unlabeled_loss_name = loss.name
 
 
-class _KernelExpansionModel(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
+class _KernelExpansionModel(UnlabeledLossByName, BaseSemiSupervisedClassifier):
     """Binary models stored as ``f(x) = sum_j coef_j k(sv_j, x) + intercept``.
 
     ``state`` keys: ``support_vectors`` (dense rows), ``coef``, ``intercept``.
@@ -192,14 +199,20 @@ class _KernelExpansionModel(_UnlabeledLossByName, BaseSemiSupervisedClassifier):
         "positive_fraction": [Interval(Real, 0, 1, closed="neither"), None],
     }
 
-    def _resolve_kernel(self):
-        self._kernel_name = check_choice(self.kernel, "kernel", KERNELS)
-        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or \
-                self.degree < 1:
-            raise ValueError(f"degree={self.degree!r} must be an integer >= 1.")
-        if isinstance(self.coef0, bool) or not isinstance(self.coef0, numbers.Real) or \
-                not np.isfinite(self.coef0):
-            raise ValueError(f"coef0={self.coef0!r} must be a finite number.")
+    def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
+        """The fit's :class:`ExactTSVMSettings`, after the rule between ``max_samples`` and
+        the data (each parameter alone is checked by ``_parameter_constraints``); sets the
+        fitted ``_kernel_name``."""
+        self._kernel_name = self.kernel
+        n_samples = n_labeled + n_unlabeled
+        if n_samples > self.max_samples:
+            raise ValueError(
+                f"{type(self).__name__} is an exact small-n reference: it holds the "
+                f"{n_samples} x {n_samples} kernel matrix and solves every convex sub-problem "
+                f"exactly, and {n_samples} samples exceed max_samples={int(self.max_samples)}. "
+                "Use stochsvm.semi.tsgs3vm.TSGS3VM (or FRS3VM / BGS3VM) for large data sets, "
+                "or raise max_samples if the memory and time are acceptable.")
+        return ExactTSVMSettings(max_iter=int(self.max_iter), tol=float(self.tol))
 
     def _kernel_values(self, A, B):
         return kernel_block(A, B, self._kernel_name, self._gamma, int(self.degree),
@@ -229,7 +242,7 @@ def _expansion_state(X_all, coef, intercept, extra=None):
     return state
 
 
-def _fit_weighted_svc(gram, labels, costs, tol):
+def fit_weighted_svc(gram, labels, costs, tol):
     """Exact weighted SVM ``1/2||w||^2 + sum_i costs_i H_1(labels_i f(x_i))`` with intercept.
 
     Solved by libsvm (``SVC``, precomputed kernel, costs as sample weights) on the samples with
@@ -343,6 +356,11 @@ class SelfLabelingTSVM(_KernelExpansionModel):
     n_features_in_ : int
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Joachims 1999, Transductive SVM by label switching (S3VMlight)"
+    _aliases = ("self-labeling-tsvm", "s3vmlight")
+    _allowed_losses = ("hinge",)
+
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                  positive_fraction=None, max_iter=1000, tol=1e-6, max_samples=5000, n_jobs=None,
                  verbose=0, callback=None):
@@ -361,22 +379,18 @@ class SelfLabelingTSVM(_KernelExpansionModel):
         self.callback = callback
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
-        self._resolve_kernel()
-        self._max_iter = check_positive_int(self.max_iter, "max_iter")
-        self._tol = check_positive(self.tol, "tol")
-        _check_max_samples(self, n_labeled + n_unlabeled)
-        if self.positive_fraction is not None:
-            _check_positive_fraction(self.positive_fraction, np.ones(1))
+        settings = super()._resolve_parameters(n_labeled, n_unlabeled, n_features)
         # The transductive loss of an unlabeled sample, minimized over its label, is the
         # symmetric hinge max(0, 1 - |f|); objective() adds the balancing constraint.
         self._unlabeled_loss = get_unlabeled_loss("symmetric_hinge")
         self._unlabeled_parameter = 0.0
+        return settings
 
-    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         X_all = _stack_rows(X_labeled, X_unlabeled)
         gram = self._kernel_values(X_all, X_all)
-        fraction = _check_positive_fraction(self.positive_fraction, y_signed)
+        fraction = resolve_positive_fraction(self.positive_fraction, y_signed)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"SelfLabelingTSVM[{problem_index}] ")
         labeled = slice(0, n_labeled)
@@ -384,7 +398,7 @@ class SelfLabelingTSVM(_KernelExpansionModel):
         costs = np.zeros(n_labeled + n_unlabeled)
         costs[labeled] = self._C
         labels = np.concatenate([y_signed, np.zeros(n_unlabeled)])
-        coef, intercept = _fit_weighted_svc(gram, labels, costs, self._tol)
+        coef, intercept = fit_weighted_svc(gram, labels, costs, settings.tol)
         iteration = 1
         n_positive = int(round(fraction * n_unlabeled))
         extra = {"positive_fraction": fraction}
@@ -411,12 +425,12 @@ class SelfLabelingTSVM(_KernelExpansionModel):
         while True:
             switched = 0
             while True:
-                if iteration >= self._max_iter:
+                if iteration >= settings.max_iter:
                     converged = False
                     break
                 labels[unlabeled] = imputed
                 costs[unlabeled] = np.where(imputed > 0, cost_positive, cost_negative)
-                coef, intercept = _fit_weighted_svc(gram, labels, costs, self._tol)
+                coef, intercept = fit_weighted_svc(gram, labels, costs, settings.tol)
                 iteration += 1
                 outputs = gram @ coef + intercept
                 value = 0.5 * coef @ gram @ coef + float((costs * _hinge(labels * outputs)).sum())
@@ -441,7 +455,7 @@ class SelfLabelingTSVM(_KernelExpansionModel):
             cost_positive = min(2.0 * cost_positive, final_C_star)
             stage += 1
         if not converged:
-            warnings.warn(f"SelfLabelingTSVM stopped after max_iter={self._max_iter} SVM "
+            warnings.warn(f"SelfLabelingTSVM stopped after max_iter={settings.max_iter} SVM "
                           "trainings before the label switching converged; raise max_iter.",
                           ConvergenceWarning)
         extra["unlabeled_labels"] = imputed.copy()
@@ -465,7 +479,7 @@ class SelfLabelingTSVM(_KernelExpansionModel):
 # CCCP on the ramp loss with the balancing constraint
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True)
-def _box_qp_coordinate_descent(quadratic, upper, a, gradient, tol, max_epochs):
+def box_qp_coordinate_descent(quadratic, upper, a, gradient, tol, max_epochs):
     """Cyclic exact coordinate minimization of ``1/2 a'Qa - m'a`` over ``0 <= a <= c``.
 
     ``a`` and ``gradient`` (``= Q a - m``) are updated in place. One epoch visits every
@@ -524,8 +538,8 @@ def solve_box_qp(quadratic, linear, upper, start=None, tol=1e-9, max_epochs=1000
     a = np.zeros(n) if start is None else np.clip(np.asarray(start, dtype=np.float64), 0.0,
                                                      upper)
     gradient = quadratic @ a - linear
-    epochs = _box_qp_coordinate_descent(quadratic, upper, a, gradient, float(tol),
-                                        int(max_epochs))
+    epochs = box_qp_coordinate_descent(quadratic, upper, a, gradient, float(tol),
+                                       int(max_epochs))
     value = 0.5 * a @ (quadratic @ a) - linear @ a
     return a, float(value), int(epochs)
 
@@ -614,6 +628,11 @@ class CCCPTSVM(_KernelExpansionModel):
         ``seconds``, ``problem``.
     """
 
+    #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
+    _paper = "Collobert et al. 2006, Large scale transductive SVMs (CCCP, ramp loss)"
+    _aliases = ("cccp-tsvm", "cccp")
+    _allowed_losses = ("hinge", "ramp")
+
     def __init__(self, C=1.0, C_star=None, ramp_s=-0.3, kernel="rbf", gamma="scale", degree=3,
                  coef0=0.0, positive_fraction=None, max_iter=50, tol=1e-9, max_samples=5000,
                  n_jobs=None, verbose=0, callback=None):
@@ -633,19 +652,14 @@ class CCCPTSVM(_KernelExpansionModel):
         self.callback = callback
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
-        self._resolve_kernel()
-        self._max_iter = check_positive_int(self.max_iter, "max_iter")
-        self._tol = check_positive(self.tol, "tol")
-        _check_max_samples(self, n_labeled + n_unlabeled)
-        s = self.ramp_s
-        if isinstance(s, bool) or not isinstance(s, numbers.Real) or not (
-                np.isfinite(s) and -1.0 < s < 1.0):
-            raise ValueError(f"ramp_s={s!r} must be a number strictly between -1 and 1 "
-                             "(Collobert et al. use -0.3).")
-        if self.positive_fraction is not None:
-            _check_positive_fraction(self.positive_fraction, np.ones(1))
+        settings = super()._resolve_parameters(n_labeled, n_unlabeled, n_features)
+        # _parameter_constraints (shared with the other S3VMs) bounds ramp_s above by 1 only
+        if not self.ramp_s > -1.0:
+            raise ValueError(f"ramp_s={self.ramp_s!r} must be a number strictly between -1 "
+                             "and 1 (Collobert et al. use -0.3).")
         self._unlabeled_loss = get_unlabeled_loss("ramp")
-        self._unlabeled_parameter = float(s)
+        self._unlabeled_parameter = float(self.ramp_s)
+        return settings
 
     def _ramp_objective(self, coef_norm, outputs_labeled, y_signed, outputs_unlabeled):
         value = 0.5 * coef_norm + self._C * float(_hinge(y_signed * outputs_labeled).sum())
@@ -654,12 +668,12 @@ class CCCPTSVM(_KernelExpansionModel):
                 ramp_pair_loss(outputs_unlabeled, self._unlabeled_parameter).sum())
         return value
 
-    def _fit_binary(self, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         n = n_labeled + n_unlabeled
         X_all = _stack_rows(X_labeled, X_unlabeled)
         gram = self._kernel_values(X_all, X_all)
-        fraction = _check_positive_fraction(self.positive_fraction, y_signed)
+        fraction = resolve_positive_fraction(self.positive_fraction, y_signed)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"CCCPTSVM[{problem_index}] ")
         s = self._unlabeled_parameter
@@ -669,7 +683,7 @@ class CCCPTSVM(_KernelExpansionModel):
         if n_unlabeled == 0:
             # No unlabeled sample: no balancing constraint, the SVC on the labeled samples.
             costs = np.full(n, self._C)
-            coef, intercept = _fit_weighted_svc(gram, y_signed, costs, 1e-8)
+            coef, intercept = fit_weighted_svc(gram, y_signed, costs, 1e-8)
             outputs = gram @ coef + intercept
             value = self._ramp_objective(coef @ gram @ coef, outputs, y_signed, np.zeros(0))
             monitor.record({"iteration": 0, "objective": value, "self_labeled": 0,
@@ -691,7 +705,7 @@ class CCCPTSVM(_KernelExpansionModel):
         converged = False
         while True:
             a, dual_value = balanced_cccp_step(centered, labels, costs, zeta, start=a,
-                                               tol=self._tol)
+                                               tol=settings.tol)
             signed = a * labels
             outputs = centered @ signed + zeta
             norm = float(signed @ centered @ signed)
@@ -711,13 +725,13 @@ class CCCPTSVM(_KernelExpansionModel):
                 break
             if stop:
                 break
-            if iteration >= self._max_iter:
+            if iteration >= settings.max_iter:
                 break
             self_labels = new_labels
             labels[unlabeled] = self_labels
             iteration += 1
         if not converged and monitor.stopped_by is None:
-            warnings.warn(f"CCCPTSVM stopped after max_iter={self._max_iter} CCCP steps with "
+            warnings.warn(f"CCCPTSVM stopped after max_iter={settings.max_iter} CCCP steps with "
                           "self-labels still changing; raise max_iter.", ConvergenceWarning)
         # Expansion over all samples: w = sum_i a_i y_i (phi_i - mean_U phi).
         coef = signed.copy()

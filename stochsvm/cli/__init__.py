@@ -11,7 +11,6 @@ import contextlib
 import importlib
 import inspect
 import logging
-import numbers
 import os
 import re
 import sys
@@ -21,8 +20,9 @@ import warnings
 import click
 import numpy as np
 
-from . import io as model_io
-from . import registry
+from .. import io as model_io
+from .. import registry
+from .progress import ProgressBar, format_label
 
 
 class _Failure(click.ClickException):
@@ -32,7 +32,7 @@ class _Failure(click.ClickException):
 
 def _data_path(source):
     """Path of a LIBSVM file, or of a registered dataset (downloaded once into the cache)."""
-    from .datasets.registry import DATASETS, fetch
+    from ..datasets.registry import DATASETS, fetch
     if os.path.exists(source):
         return source
     if source in DATASETS:
@@ -49,7 +49,7 @@ def _load_sources(sources, n_features=None, zero_based="auto", max_features=None
 
     Returns ``([(X, y), ...], zero_based)``; a source without samples is an error.
     """
-    from .datasets.libsvm import MAX_FEATURES, load_libsvm_files
+    from ..datasets.libsvm import MAX_FEATURES, load_libsvm_files
     paths = [_data_path(source) for source in sources]
     pairs, used_zero_based = load_libsvm_files(
         paths, n_features=n_features, zero_based=zero_based,
@@ -140,6 +140,12 @@ def _guard(function):
             message = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise _Failure(message) from None
     return wrapper
+
+
+def _last_line(text):
+    """The last non-empty line of a traceback: the exception and its message."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1] if lines else "no reason given"
 
 
 def _one_line(text):
@@ -245,11 +251,13 @@ def train(data, solver, params, out, test_data, semi_supervised, unlabeled_label
         bar = None
         if progress and "callback" in estimator.get_params() \
                 and estimator.get_params()["callback"] is None:
-            bar = _ProgressBar(entry, estimator, y)
+            bar = ProgressBar(entry, estimator, y)
             estimator.set_params(callback=bar)
             bar.start()
         try:
             estimator.fit(X, y)
+            if bar is not None:
+                bar.finish()
         except (ValueError, TypeError) as error:
             raise _Failure(f"{entry.name}: {str(error).splitlines()[0]}") from None
         finally:
@@ -289,10 +297,10 @@ def _unlabeled_label(present, unlabeled_label, source):
         # scikit-learn marks unlabeled samples with -1: a class -1 would silently vanish
         raise _Failure(f"class label -1 is the mark of unlabeled samples in semi-supervised "
                        f"training, so it cannot also be a class; relabel that class (to a "
-                       f"value other than -1 and {_format_label(unlabeled_label)}) or, if -1 "
+                       f"value other than -1 and {format_label(unlabeled_label)}) or, if -1 "
                        f"marks the unlabeled rows, use --unlabeled-label -1")
     if unlabeled_label not in present:
-        _warn(f"{source}: no row has the unlabeled label {_format_label(unlabeled_label)}, so "
+        _warn(f"{source}: no row has the unlabeled label {format_label(unlabeled_label)}, so "
               f"every row is used as labeled (see --unlabeled-label)")
     return unlabeled_label
 
@@ -330,9 +338,9 @@ def _train_on_cluster(entry, estimator, data, scheduler, out, test_data, semi_su
                       unlabeled_label, zero_based, max_features):
     """``stochsvm train --scheduler``: the files of DATA read and trained on by the workers
     (see :mod:`stochsvm.distributed`); the model, an ordinary in-memory one, is saved here."""
-    from .datasets.libsvm import MAX_FEATURES
-    from .distributed import TRAINERS
-    from .distributed.files import expand_paths, read_libsvm_files
+    from ..datasets.libsvm import MAX_FEATURES
+    from ..distributed import TRAINERS
+    from ..distributed.files import expand_paths, read_libsvm_files
 
     if estimator._distributed_training is None:
         trainers = ", ".join(name for names in TRAINERS.values() for name in names)
@@ -369,135 +377,6 @@ def _train_on_cluster(entry, estimator, data, scheduler, out, test_data, semi_su
         click.echo(f"model written to {out}")
 
 
-def _iteration_total(estimator, y):
-    """Iteration cap of one binary problem of ``estimator`` fitted on ``y``, or None.
-
-    The linear solvers, SCS, Wolfe, kernel Pegasos and the transductive SVMs stop at
-    ``max_iter`` (epochs for the linear solvers and kernel Pegasos); TSGS3VM and FRS3VM run
-    ``max_iter`` iterations or, when it is None, ``n_passes`` passes of unlabeled batches
-    (at least 64 iterations); BGS3VM runs ``n_passes`` passes of ``batch_size`` draws.
-    """
-    parameters = estimator.get_params()
-    name = type(estimator).__name__
-    try:
-        n_unlabeled = int(np.sum(y == -1))
-        n_labeled = int(y.shape[0]) - n_unlabeled
-        if name in ("TSGS3VM", "FRS3VM") and parameters.get("max_iter") is None:
-            from .semi.tsgs3vm import ITERATIONS_PER_PASS, MINIMUM_ITERATIONS
-            batch = int(parameters["batch_size"])
-            if n_unlabeled:
-                unlabeled_batch = parameters.get("unlabeled_batch_size")
-                if unlabeled_batch is None:
-                    unlabeled_batch = max(batch, -(-n_unlabeled // ITERATIONS_PER_PASS))
-                unlabeled_batch = min(int(unlabeled_batch), n_unlabeled)
-                total = np.ceil(float(parameters["n_passes"]) * n_unlabeled / unlabeled_batch)
-            else:
-                total = np.ceil(float(parameters["n_passes"]) * n_labeled
-                                / min(batch, n_labeled))
-            return max(int(total), MINIMUM_ITERATIONS)
-        if name == "BGS3VM":
-            batch = int(parameters["batch_size"])
-            if n_unlabeled and parameters.get("C_star", None) != 0:
-                per_pass = -(-n_unlabeled // min(batch, n_unlabeled))
-            else:
-                per_pass = -(-n_labeled // min(batch, n_labeled))
-            return int(parameters["n_passes"]) * per_pass
-    except (ImportError, KeyError, TypeError, ValueError, ZeroDivisionError):
-        return None
-    cap = parameters.get("max_iter")
-    if isinstance(cap, numbers.Integral) and not isinstance(cap, bool) and cap > 0:
-        return int(cap)
-    return None
-
-
-class _ProgressBar:
-    """Training callback drawing a progress bar (tqdm) on stderr.
-
-    The bar counts the ``"iteration"`` of the records against the solver's iteration cap,
-    with rate and time left, redrawn at most every 0.2 s. A one-vs-rest fit restarts it for
-    each binary problem (the records' ``"problem"`` key; without it, an iteration count that
-    does not increase marks a new problem) and names the problem's class.
-    """
-
-    def __init__(self, entry, estimator, y):
-        self.name = entry.name
-        self.total = _iteration_total(estimator, y)
-        self.unit = "epoch" if entry.problem == "linear" \
-            or type(estimator).__name__ == "KernelPegasosSVC" else "it"
-        classes = np.unique(y[y != -1]) if entry.problem == "semi-supervised" else np.unique(y)
-        self.classes = classes if classes.shape[0] > 2 else None
-        self.bar = None
-        self.problem = None
-        self.last_iteration = None
-
-    def _description(self, problem):
-        if self.classes is None:
-            return self.name
-        count = self.classes.shape[0]
-        label = _format_label(self.classes[problem]) if 0 <= problem < count else "?"
-        return f"{self.name} class {label} ({problem + 1}/{count})"
-
-    def start(self, problem=0):
-        """Draw the bar of ``problem`` (its clock starts now)."""
-        if self.bar is None:
-            from tqdm import tqdm
-            try:
-                size = os.get_terminal_size(sys.stderr.fileno())
-                sized = size.columns > 0 and size.lines > 1
-            except (AttributeError, OSError, ValueError):
-                sized = False
-            # follow the terminal's size; a file, or a pseudo-terminal that reports no size
-            # (where tqdm would hide the bar as off screen), gets a fixed 100 x 20
-            self.bar = tqdm(total=self.total, desc=self._description(problem), unit=self.unit,
-                            file=sys.stderr, mininterval=0.2, leave=True, dynamic_ncols=sized,
-                            ncols=None if sized else 100, nrows=None if sized else 20)
-        else:
-            self.bar.set_postfix_str("", refresh=False)
-            self.bar.set_description_str(self._description(problem), refresh=False)
-            self.bar.reset(total=self.total)
-        self.problem = problem
-        self.last_iteration = None
-
-    def __call__(self, record):
-        if not isinstance(record, dict):
-            return None
-        iteration = record.get("iteration")
-        if not isinstance(iteration, numbers.Integral) or isinstance(iteration, bool):
-            iteration = None
-        problem = record.get("problem")
-        if not isinstance(problem, numbers.Integral):
-            problem = 0 if self.problem is None else self.problem
-            if iteration is not None and self.last_iteration is not None \
-                    and iteration <= self.last_iteration:
-                problem += 1
-        if self.bar is None or problem != self.problem:
-            self.start(int(problem))
-        advance = 1 if iteration is None else max(int(iteration) - self.bar.n, 0)
-        if self.bar.total is not None and self.bar.n + advance > self.bar.total:
-            self.bar.total = self.bar.n + advance  # more iterations than the cap announced
-        for key in ("objective", "running_objective", "labeled_loss"):
-            value = record.get(key)
-            if isinstance(value, numbers.Real) and not isinstance(value, bool):
-                self.bar.set_postfix_str(f"{key.replace('_', ' ')} {float(value):.4g}",
-                                         refresh=False)
-                break
-        self.bar.update(advance)
-        self.last_iteration = iteration
-        return None
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _format_label(value):
-    """A label as text, exactly: integral floats as integers (``-1``, ``1000001``)."""
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return str(int(value)) if value.is_integer() else repr(value)
-    return str(value)
-
-
 def _accuracy(estimator, X, y, source="the test data"):
     """Accuracy on the rows of ``y``; semi-supervised solvers ignore unlabeled (-1) rows.
 
@@ -511,7 +390,7 @@ def _accuracy(estimator, X, y, source="the test data"):
     unknown = np.setdiff1d(np.unique(y[keep]), classes)
     if unknown.size:
         def listing(values):
-            shown = ", ".join(_format_label(value) for value in values[:6])
+            shown = ", ".join(format_label(value) for value in values[:6])
             return shown + (", ..." if len(values) > 6 else "")
         raise _Failure(f"{source}: labels {listing(unknown)} are not classes of the model "
                        f"({listing(classes)}); were the labels written differently (for "
@@ -555,7 +434,7 @@ def predict(model, data, out, decision_values, zero_based):
             rows = values.reshape(values.shape[0], -1).tolist()
             text = "".join(" ".join(repr(value) for value in row) + "\n" for row in rows)
         else:
-            text = "".join(_format_label(value) + "\n" for value in estimator.predict(X))
+            text = "".join(format_label(value) + "\n" for value in estimator.predict(X))
         if out:
             with open(out, "w") as handle:
                 handle.write(text)
@@ -598,7 +477,7 @@ def datasets():
 @datasets.command("list")
 def datasets_list():
     """List registered datasets."""
-    from .datasets.registry import DATASETS
+    from ..datasets.registry import DATASETS
     for entry in DATASETS.values():
         click.echo(f"{entry.name:<14} {entry.task:<11} {entry.url}")
 
@@ -608,9 +487,29 @@ def datasets_list():
 @click.option("--data-home", type=click.Path(file_okay=False), default=None)
 @_guard
 def datasets_fetch(name, data_home):
-    """Download NAME into the cache (once) and print its path."""
-    from .datasets.registry import fetch
-    click.echo(str(fetch(name, data_home=data_home)))
+    """Download NAME into the cache (once) and print its path; a bar on stderr shows the bytes
+    received, the rate and the time left."""
+    from tqdm import tqdm
+
+    from ..datasets.registry import fetch
+
+    bar = None
+
+    def progress(received, total):
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+                       desc=name, file=sys.stderr, mininterval=0.2, leave=True)
+        if total is not None and received > bar.total:
+            bar.total = received  # the entry's size was approximate
+        bar.update(received - bar.n)
+
+    try:
+        path = fetch(name, data_home=data_home, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    click.echo(str(path))
 
 
 @datasets.command("info")
@@ -618,10 +517,14 @@ def datasets_fetch(name, data_home):
 @_guard
 def datasets_info(name):
     """Show a dataset's registry entry."""
-    from .datasets.registry import get_dataset
+    from ..datasets.registry import get_dataset
     entry = get_dataset(name)
     for field in ("name", "task", "format", "url", "sha256", "size", "description"):
-        click.echo(f"{field}: {getattr(entry, field)}")
+        value = getattr(entry, field)
+        if field == "sha256" and value is None:
+            value = ("not pinned: trust on first use (the first download's sha256 is recorded "
+                     "in the cache and every later fetch is checked against it)")
+        click.echo(f"{field}: {value}")
 
 
 @main.command()
@@ -647,7 +550,7 @@ def datasets_info(name):
 def bench(data, test_data, solver_names, params, peer_names, seeds, time_limit, memory_limit,
           out):
     """Compare solvers and scikit-learn peers on DATA: accuracy, seconds, memory per seed."""
-    from .bench.compare import compare, peer_method, solver_method, summary_lines
+    from ..bench.compare import compare, peer_method, solver_method, summary_lines
 
     parameters = _parse_params(params)
     methods, accepted = [], set()
@@ -680,6 +583,15 @@ def bench(data, test_data, solver_names, params, peer_names, seeds, time_limit, 
     for line in summary_lines(records):
         click.echo(line)
     click.echo(f"wrote {os.path.join(out, 'bench.json')}, bench.csv and figures")
+    failed = {}
+    for record in records:
+        if record.get("status") == "failed":
+            failed.setdefault(record["method"], _last_line(record.get("error", "")))
+    for method, reason in failed.items():
+        click.echo(f"{method} failed: {reason}", err=True)
+    if failed:
+        raise _Failure(f"{len(failed)} of {len(methods)} method(s) failed: "
+                       f"{', '.join(failed)}")
 
 
 def _bench_module(paper):
@@ -743,7 +655,7 @@ def reproduce(paper, quick, out, smoke):
 def demo(quick, figure_path, time_limit):
     """Train the headline solvers and the peers a user would otherwise pick; print a table
     and write a figure (see `python -m stochsvm`)."""
-    from .demo import DemoSettings, run_demo
+    from ..demo import DemoSettings, run_demo
 
     if quick and time_limit is not None:
         raise click.UsageError("--time-limit applies to the default demo, not to --quick")
@@ -751,6 +663,3 @@ def demo(quick, figure_path, time_limit):
     run_demo(quick=quick, print_function=click.echo, figure_path=figure_path,
              settings=settings)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

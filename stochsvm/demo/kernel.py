@@ -1,0 +1,55 @@
+"""The kernel task of the default demo: :class:`~stochsvm.SCSKernelSVC` against scikit-learn's
+``SVC`` and two kernel approximations on generated data with a nonlinear boundary."""
+
+from __future__ import annotations
+
+from ..bench import harness
+from .comparisons import Comparison
+
+__all__ = ["kernel_comparison"]
+
+
+def kernel_comparison(n_samples, seed=0):
+    """SCS against SVC and two kernel approximations on generated nonlinear data.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples; the test set has 10000 more from the same distribution.
+    seed : int, default=0
+        Seed of the estimators (the data are those of
+        :func:`stochsvm.bench.scs.generated_datasets`).
+
+    Returns
+    -------
+    Comparison
+    """
+    from sklearn.kernel_approximation import Nystroem, RBFSampler
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.svm import SVC, LinearSVC
+
+    from ..bench.scs import generated_datasets
+    from ..kernel import SCSKernelSVC
+
+    generated = generated_datasets([n_samples])[0]
+    dataset = harness.Dataset("kernel", generated.X_train, generated.y_train, generated.X_test,
+                              generated.y_test)
+    # Nystroem has no gamma="scale": the same width, from the same training data
+    gamma = harness.scale_gamma(dataset.X_train)
+    methods = [
+        harness.Method("SCSKernelSVC", lambda seed: SCSKernelSVC(random_state=seed)),
+        harness.Method("SVC", lambda seed: SVC(), origin="peer"),
+        harness.Method("Nystroem + LinearSVC", lambda seed: make_pipeline(
+            Nystroem(gamma=gamma, random_state=seed), LinearSVC(random_state=seed)),
+            origin="peer"),
+        harness.Method("RBFSampler + SGDClassifier", lambda seed: make_pipeline(
+            RBFSampler(gamma="scale", random_state=seed), SGDClassifier(random_state=seed)),
+            origin="peer"),
+    ]
+    n_test, n_features = dataset.X_test.shape
+    notes = [f"kernel: generated data with a nonlinear boundary (make_classification, two "
+             f"clusters per class, some labels flipped), {n_samples} training / {n_test} test "
+             f"samples x {n_features} features; rbf kernel of width gamma = 1 / (d Var X) "
+             f"for every model, the approximations with their default 100 components"]
+    return Comparison("kernel", dataset, methods, notes)

@@ -1,0 +1,303 @@
+r"""SCS with adaptive sampling, the default schedule: the compiled iterations of Alg. 1 on a
+fixed sample :math:`S_k` (:mod:`stochsvm.kernel.scs_iterations`), and between chunks of them
+the validation test of the next points :math:`T_k` of a random permutation, which decides
+whether :math:`S_k` grows (module docstring of :mod:`stochsvm.kernel.scs`).
+
+The training rows are read through a row source (:mod:`stochsvm.kernel.row_sources`): in
+memory, or from the row blocks of dask input (:mod:`stochsvm.distributed.kernel`); both give
+the same model for the same ``random_state``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._base import matvec
+from ._conjugate import first_step_length
+from .row_sources import stack_rows
+from .scs_iterations import (
+    ACCEPTED_STEPS,
+    CURVATURE,
+    DELTA,
+    DELTA_MAX,
+    DELTA_MIN,
+    DELTA_RESET,
+    DIVISOR,
+    EPSILON,
+    ETA2,
+    EUCLIDEAN,
+    EVENT_BUDGET,
+    EVENT_CONVERGED,
+    EVENT_STALLED,
+    FRESH,
+    N_RECORDS,
+    N_SETTINGS,
+    N_STATE,
+    N_WORK,
+    NORM,
+    NULL_STEP,
+    PATIENCE,
+    PLATEAU_START,
+    RADIUS_FACTOR,
+    RECORD_DELTA,
+    RECORD_OBJECTIVE,
+    RECORD_STALLED,
+    RESTART,
+    RESTART_VALUE,
+    SPREAD,
+    STALL_TOL,
+    SUFFICIENT_DECREASE,
+    Iterate,
+    mirror_rows,
+    sample_iterations,
+    subgradient_at,
+    widen,
+)
+
+__all__ = ["CHUNK_WORK", "fit_adaptive", "grow", "problem_result", "test_size",
+           "validation_test"]
+
+#: the most multiply-adds of Q^k a chunk of compiled iterations may do (an iteration reads
+#: at most |S_k|^2 entries): about 0.05 s, so that a fit stops within a fraction of a second
+#: of Ctrl-C whatever max_iter and n_iter_no_change are
+CHUNK_WORK = 5e7
+
+
+def fit_adaptive(settings, kernel, source, rng, index, monitor):
+    """One binary problem with adaptive sampling: compiled iterations on a fixed
+    :math:`S_k`, the validation test of :math:`T_k` between them (module docstring of
+    :mod:`stochsvm.kernel.scs`).
+
+    ``settings`` is the fit's :class:`~stochsvm.kernel.scs.SCSSettings`; ``kernel(A, B,
+    out=None)`` the fitted kernel (values plus the intercept's offset); ``source`` a row
+    source (:mod:`stochsvm.kernel.row_sources`); ``monitor`` the problem's
+    :class:`~stochsvm._core.monitor.TrainingMonitor`. Returns ``(coefficients over all n
+    samples, history, iterations, extras)``.
+
+    The training rows are read only through ``source.take_rows(order[start:stop])``:
+    :math:`S_0 = ` ``order[:size]`` once, then each new :math:`T_k` (the next points of
+    the permutation) once; :math:`S_k` grows by rows already read. The labels and
+    weights of a sample arrive with its rows."""
+    n, capacity, C = source.shape[0], settings.capacity, settings.C
+    euclidean = settings.euclidean
+    order = rng.permutation(n)
+    # S_k = order[:size], T_k = the next points of order
+    size = settings.initial_samples
+    # Q^k in the leading size x size block of a width x width matrix, rows of T_k below
+    # it, in one buffer of capacity^2 numbers whose pages are only touched as S_k grows;
+    # the width follows |S_k| (rows as wide as the capacity would touch whole pages, or
+    # huge pages, for every short row)
+    buffer = np.empty(capacity * capacity, dtype=settings.kernel_dtype)
+    gram = buffer[:size * size].reshape(size, size)
+    # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
+    labels = np.zeros(capacity)
+    sample_weights = np.zeros(capacity)
+    sample_rows, labels[:size], sample_weights[:size] = source.take_rows(order[:size])
+    # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
+    # rank-k update whose rounding differs from the product of two arrays (the models of
+    # earlier versions, which indexed X twice, stay the same bit for bit)
+    kernel(sample_rows, sample_rows.copy(), out=gram[:size, :size])
+    source.prefetch(order[size:size + test_size(settings, size, capacity)])
+    costs = C * sample_weights * (n / size)
+    iterate = Iterate(*np.zeros((6, capacity)))
+    a, q_a, d, q_d, hinge, q_hinge = iterate
+    work = np.zeros((N_WORK, capacity))
+    # Alg. 1 step 4: d_0 = -g_0 at a = 0, and the unit of the radii (first step length)
+    g, q_g = work[2], work[3]
+    subgradient_at(gram, size, labels, costs, a, q_a, hinge, q_hinge, True, euclidean,
+                   g, q_g)
+    d[:size], q_d[:size] = -g[:size], -q_g[:size]
+    squared = float(g[:size] @ (g[:size] if euclidean else q_g[:size]))
+    norm = np.sqrt(max(squared, 0.0))
+    scale = first_step_length(labels[:size] * q_a[:size], labels[:size] * q_d[:size],
+                              costs[:size], float(d[:size] @ q_a[:size]),
+                              float(d[:size] @ q_d[:size]), norm)
+    # the constants of the compiled iterations, the radii in units of the first step length
+    constants = np.zeros(N_SETTINGS)
+    constants[[SUFFICIENT_DECREASE, CURVATURE, DIVISOR, ETA2, RADIUS_FACTOR]] = (
+        settings.sufficient_decrease, settings.curvature, settings.divisor, settings.eta2,
+        settings.radius_factor)
+    constants[[EPSILON, DELTA_MIN, DELTA_MAX, DELTA_RESET]] = np.array(
+        [settings.tol, settings.delta_min, settings.delta_max, settings.delta_init]) * scale
+    constants[STALL_TOL] = settings.stall_tol
+    constants[PATIENCE] = settings.patience or 0
+    constants[EUCLIDEAN] = 1.0 if euclidean else 0.0
+    state = np.zeros(N_STATE)
+    state[DELTA] = settings.delta_init * scale
+    state[NORM] = norm
+    state[RESTART_VALUE] = np.inf
+    state[FRESH] = 1.0
+    records = np.zeros((settings.max_iter, N_RECORDS))
+    check_every = settings.patience or 50
+    next_check = check_every
+    tested = 0  # |T_k| whose kernel rows against S_k sit below Q^k in `gram`
+    previous = None  # the incumbent when S_k last grew (coefficients over S_{k-1})
+    iteration = 0
+    stop = converged = stalled = False
+    while iteration < settings.max_iter and not stop:
+        if monitor.callback is not None:
+            chunk_end = iteration + 1
+        elif size < capacity:
+            chunk_end = min(settings.max_iter, next_check)
+        else:
+            chunk_end = settings.max_iter
+        # bounded in work as well: Ctrl-C is handled between chunks of compiled iterations
+        chunk_end = min(chunk_end, iteration + max(1, int(CHUNK_WORK // (size * size))))
+        done, event = sample_iterations(gram, size, labels, costs, iterate, work,
+                                        constants, state, records, iteration, chunk_end)
+        finished = event != EVENT_BUDGET  # the stopping rule or the stall rule held
+        test = None
+        chunk_size = size  # |S_k| during these iterations
+        if size < capacity and (finished or done >= next_check):
+            # steps 9-13: T_k, the next points of the permutation (independent of S_k),
+            # estimates F at the incumbent; S_k grows when it disagrees with f_k
+            next_check = done + check_every
+            count = test_size(settings, size, capacity)
+            if gram.shape[0] < size + count:
+                gram = widen(buffer, gram.shape[0], size, size + count)
+            if tested != count:
+                (test_rows, labels[size:size + count],
+                 sample_weights[size:size + count]) = source.take_rows(
+                    order[size:size + count])
+                kernel(test_rows, sample_rows, out=gram[size:size + count, :size])
+                tested = count
+            test, error_bound, gain = validation_test(
+                settings, gram, size, count, labels, sample_weights, a, q_a, n, previous)
+            if test > settings.sampling_tol and (settings.error_tol == 0.0 or min(
+                    error_bound, gain) > settings.error_tol):
+                # the incumbent on S_k, against which the next T_k measures the gain
+                previous = a[:size].copy()
+                grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d)
+                sample_rows = stack_rows(sample_rows, test_rows)
+                size += count
+                tested = 0
+                if size < capacity:  # the next T_k travels while the iterations run
+                    source.prefetch(order[size:size + test_size(settings, size, capacity)])
+                costs = C * sample_weights * (n / size)
+                state[[FRESH, RESTART, NULL_STEP, SPREAD]] = (1.0, 1.0, 0.0, 0.0)
+                state[DELTA] = settings.delta_init * scale
+                state[RESTART_VALUE] = np.inf
+                state[PLATEAU_START] = done
+                records[done - 1, RECORD_STALLED] = 0.0
+                finished = False
+        rows = records[iteration:done].copy()
+        rows[:, RECORD_DELTA] /= scale
+        seconds = monitor.elapsed()
+        entries = [{"iteration": number, "samples": chunk_size, "objective": objective,
+                    "direction_norm": length, "delta": radius, "step": step,
+                    "accepted": accepted > 0.0, "line_search": int(outcome),
+                    "stalled": stalled_flag > 0.0, "seconds": seconds}
+                   for number, (objective, length, radius, step, accepted, outcome,
+                                stalled_flag) in enumerate(rows.tolist(), iteration + 1)]
+        if test is not None and entries:
+            entries[-1]["validation_gap"] = float(test)
+            entries[-1]["validation_gain"] = float(gain)
+        transfers = source.totals()  # dask input: the rows and bytes moved so far
+        for record in entries:
+            record.update(transfers)
+            model = None
+            if monitor.callback is not None:
+                model = {"coefficients": a[:size].copy(), "indices": order[:size].copy()}
+            stop = monitor.record(record, model) or stop
+        iteration = done
+        if finished:
+            converged = event == EVENT_CONVERGED
+            stalled = event == EVENT_STALLED
+            break
+    return problem_result(
+        settings, index, n, order, a, size, capacity, iteration, int(state[ACCEPTED_STEPS]),
+        converged, stalled, monitor, state[NORM], state[DELTA], scale,
+        records[max(iteration - 1, 0), RECORD_OBJECTIVE])
+
+
+def problem_result(settings, index, n, order, a, size, capacity, iteration, accepted_steps,
+                   converged, stalled, monitor, norm, delta, scale, value):
+    """Warn about a fit that took no step or stopped at ``max_iter``, and return
+    ``(coefficients over all n samples, history, iterations, extras)``."""
+    limited = (" The sample reached max_samples="
+               f"{settings.max_samples}." if size == capacity and capacity < n else "")
+    if accepted_steps == 0 and monitor.stopped_by is None:
+        warnings.warn(
+            f"SCSKernelSVC accepted no step in {iteration} iterations: the model of "
+            f"problem {index} is zero (|S_k|={size}).{limited} Raise max_iter, lower "
+            f"delta_init, or check the data and C={settings.C:g}.", ConvergenceWarning)
+    elif not converged and not stalled and monitor.stopped_by is None:
+        warnings.warn(
+            f"SCSKernelSVC stopped at max_iter={settings.max_iter} before the stopping rule "
+            f"held: ||d_k|| = {norm / scale:.3g} (tol={settings.tol:g}) and delta_k = "
+            f"{delta / scale:.3g} (delta_min={settings.delta_min:g}), in units of the first "
+            f"step length; f_k = {value:.6g}, |S_k|={size}.{limited} Large C needs more "
+            "iterations: raise max_iter (or tol).", ConvergenceWarning)
+    coefficients = np.zeros(n)
+    coefficients[order[:size]] = a[:size]
+    return (coefficients, monitor.history, iteration,
+            {"sample_size": size, "sample_capacity": capacity})
+
+
+def test_size(settings, size, capacity):
+    r""":math:`|T_k| = \max(|s_k|, |S_k|)`, at most the room left below the capacity."""
+    return min(max(settings.samples_per_iter, size), capacity - size)
+
+
+def validation_test(settings, gram, size, count, labels, sample_weights, a, q_a, n,
+                    previous=None):
+    r"""The three statistics of the sampling test on :math:`T_k` (module docstring).
+
+    :math:`T_k` is the ``count`` points after :math:`S_k` in the permutation, with kernel
+    rows against :math:`S_k` in ``gram[size:size + count, :size]`` and labels and weights
+    in ``labels[size:size + count]`` and ``sample_weights[size:size + count]``.
+
+    Returns
+    -------
+    gap : float
+        :math:`(\hat f_k(\hat a) - f_k(\hat a)) / \hat f_k(\hat a)`, the relative
+        excess of the estimate of :math:`F` at the incumbent by :math:`T_k` over its
+        estimate by :math:`S_k`.
+    error_bound : float
+        :math:`(e + 3) / |T_k|` with :math:`e` the points of :math:`T_k` that the
+        incumbent misclassifies: about a 95% upper bound on its misclassification rate
+        (exactly so, "the rule of three", when :math:`e = 0`).
+    gain : float
+        :math:`(e' - e + 2\sqrt{D} + 3) / |T_k|`, with :math:`e'` the points of
+        :math:`T_k` that ``previous`` (the incumbent when :math:`S_k` last grew,
+        coefficients over the leading points of :math:`S_k`) misclassifies and :math:`D`
+        the points on which the two disagree: about a 95% upper bound on the accuracy
+        the last growth gained (paired on the same points; the 3 is the rule of three
+        of ``error_bound``, for few disagreements). ``inf`` before the first growth.
+    """
+    block = gram[size:size + count]
+    scores = matvec(block[:, :size], a[:size])
+    quadratic = 0.5 * float(a[:size] @ q_a[:size])
+    margins = labels[size:size + count] * scores
+    validation = sample_weights[size:size + count] @ np.maximum(0.0, 1.0 - margins) / count
+    sample = sample_weights[:size] @ np.maximum(0.0, 1.0 - labels[:size] * q_a[:size]) / size
+    estimate = quadratic + settings.C * n * float(validation)
+    model = quadratic + settings.C * n * float(sample)
+    gap = (estimate - model) / estimate if estimate > 0.0 else 0.0
+    wrong = margins <= 0.0
+    errors = float(np.count_nonzero(wrong))
+    gain = np.inf
+    if previous is not None:
+        before = labels[size:size + count] * matvec(block[:, :previous.size], previous)
+        wrong_before = before <= 0.0
+        disagreements = float(np.count_nonzero(wrong != wrong_before))
+        gain = (float(np.count_nonzero(wrong_before)) - errors
+                + 2.0 * np.sqrt(disagreements) + 3.0) / count
+    return gap, (errors + 3.0) / count, gain
+
+
+def grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d):
+    """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
+    :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
+    (training rows ``test_rows``) against itself is computed, and the zero-padded
+    products are extended."""
+    new_size = size + count
+    rows = gram[size:new_size, :size]
+    kernel(test_rows, test_rows.copy(),  # copy: see fit_adaptive
+           out=gram[size:new_size, size:new_size])
+    mirror_rows(gram, size, new_size)
+    q_a[size:new_size] = matvec(rows, a[:size])
+    q_d[size:new_size] = matvec(rows, d[:size])
