@@ -211,7 +211,7 @@ class BaseKernelClassifier(BaseClassifier):
         return self
 
     def _store_intercept(self):
-        """``intercept_`` from ``dual_coef_``: :math:`b = s^2\sum_j a_j`, already inside the
+        r"""``intercept_`` from ``dual_coef_``: :math:`b = s^2\sum_j a_j`, already inside the
         decision values through the kernel offset (zeros without an intercept)."""
         self.intercept_ = self._intercept_offset * self.dual_coef_.sum(axis=1)
 
