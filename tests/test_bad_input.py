@@ -358,3 +358,15 @@ def test_a_margin_weight_past_double_precision_refused(name):
     with pytest.raises(ValueError, match="beyond the 1e\\+18"):
         small_estimator(name, C=1e17).fit(X, y, sample_weight=np.full(len(y), 2.0))
     _fit(small_estimator(name, C=1e16), X, y)  # 40 samples: 4e17, accepted
+
+
+@pytest.mark.parametrize("name", ["TSGS3VM", "FRS3VM"])
+def test_feature_dtype_accepts_numpy_types_and_refuses_others(name):
+    X, y = _data(name)
+    as_string = _fit(small_estimator(name, feature_dtype="float32", random_state=0), X, y)
+    for dtype in (np.float32, np.dtype(np.float32)):
+        model = _fit(small_estimator(name, feature_dtype=dtype, random_state=0), X, y)
+        np.testing.assert_array_equal(model.decision_function(X),
+                                      as_string.decision_function(X))
+    with pytest.raises(ValueError, match="feature_dtype=.*float64"):
+        small_estimator(name, feature_dtype=np.int64).fit(X, y)

@@ -131,14 +131,16 @@ def resolve_gamma(gamma, X):
     return float(gamma)
 
 
-def resolve_kernel_dtype(dtype):
-    """``"float64"``/``"float32"`` (or the NumPy types) -> the NumPy dtype; else ValueError."""
+def resolve_kernel_dtype(dtype, name="kernel_dtype"):
+    """``"float64"``/``"float32"``, the NumPy types or dtypes -> the NumPy dtype; else a
+    ``ValueError`` naming the parameter ``name``."""
     try:
         resolved = np.dtype(dtype)
     except TypeError:
         resolved = None
     if resolved not in (np.dtype(np.float64), np.dtype(np.float32)):
-        raise ValueError(f"kernel_dtype={dtype!r} is not valid; choose 'float64' or 'float32'.")
+        raise ValueError(f"{name}={dtype!r} is not valid; choose 'float64' or 'float32' (or "
+                         "numpy.float64 / numpy.float32).")
     return resolved
 
 

@@ -23,6 +23,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from .._core.kernels import resolve_kernel_dtype
 from .._core.losses import MARGIN_LOSSES
 from .._core.monitor import TrainingMonitor
 from .._core.random_features import draw_seed, feature_block, transform_block
@@ -261,7 +262,7 @@ class FRS3VM(BaseSemiSupervisedClassifier):
         """The fit's :class:`FRS3VMSettings`, after the rules between parameters (each
         parameter alone is checked by ``_parameter_constraints``)."""
         n_components = int(self.n_components)
-        dtype = np.dtype(self.feature_dtype)
+        dtype = resolve_kernel_dtype(self.feature_dtype, "feature_dtype")
 
         def memory(n_iterations, labeled_batch, unlabeled_batch):
             # the D frequencies and offsets (d + 1 numbers a feature), the coefficients, and

@@ -69,7 +69,9 @@ SCHEDULE_PARAMETER_CONSTRAINTS = {
     "theta": [Interval(Real, 0, None, closed="neither")],
     "max_iter": [Interval(Integral, 1, None, closed="left"), None],
     "n_passes": [Interval(Real, 0, None, closed="neither")],
-    "feature_dtype": [StrOptions({"float32", "float64"})],
+    # a string, a NumPy type or a dtype: resolved (and refused unless float32 or float64) by
+    # resolve_kernel_dtype
+    "feature_dtype": [StrOptions({"float32", "float64"}), type, np.dtype],
     "unlabeled_ramp_up": [Interval(Real, 0, 1, closed="both")],
     "record_every": [Interval(Integral, 1, None, closed="left")],
 }
