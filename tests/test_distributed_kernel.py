@@ -250,3 +250,10 @@ def test_other_kernel_estimators_still_refuse(client):
         with pytest.raises(TypeError, match=message):
             estimator.fit(*_on_dask(X, y, chunks=30))
     assert stochsvm.SCSKernelSVC is SCSKernelSVC
+
+
+def test_class_weight_on_dask_input_is_refused_with_the_way_out():
+    X, y = make_blobs(400, centers=2, random_state=0)
+    with pytest.raises(ValueError, match="class_weight.*sample_weight"):
+        SCSKernelSVC(class_weight="balanced").fit(da.from_array(X, chunks=200),
+                                                  da.from_array(y, chunks=200))

@@ -821,3 +821,41 @@ def test_compiled_chunks_are_bounded_in_work(monkeypatch):
     assert calls and all(last - first <= max(1, 200 * 200 * 7 // size ** 2)
                          for size, first, last in calls)
     assert sum(1 for size, _, _ in calls if size == 200) >= 400 // 7 // 2
+
+
+@pytest.mark.parametrize("name", ["SCSKernelSVC", "KernelPegasosSVC", "WolfeKernelSVC"])
+@pytest.mark.parametrize("class_weight", [{0: 3.0, 1: 0.5}, "balanced"])
+def test_class_weight_equals_the_sample_weight_of_each_class(name, class_weight):
+    # class_weight multiplies C per class as SVC's does: the model of sample weights set to
+    # each sample's class weight, on two classes and one-vs-rest alike
+    from sklearn.utils.class_weight import compute_class_weight
+
+    from stochsvm import registry
+
+    cls = registry.solver_class(name)
+    settings = {"max_iter": 30}
+    if "random_state" in cls().get_params():
+        settings["random_state"] = 0
+    X_binary, y_binary = binary_breast_cancer()
+    for X, y in ((X_binary[:300], (y_binary[:300] > 0).astype(int)), _three_classes()):
+        classes = np.unique(y)
+        if class_weight == "balanced":
+            per_class = compute_class_weight("balanced", classes=classes, y=y)
+        else:
+            per_class = np.array([class_weight.get(label, 1.0) for label in classes])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            by_class = cls(class_weight=class_weight, **settings).fit(X, y)
+            by_sample = cls(**settings).fit(
+                X, y, sample_weight=per_class[np.searchsorted(classes, y)])
+        np.testing.assert_array_equal(by_class.dual_coef_, by_sample.dual_coef_)
+        np.testing.assert_array_equal(by_class.decision_function(X),
+                                      by_sample.decision_function(X))
+
+
+def _three_classes():
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), y

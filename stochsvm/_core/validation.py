@@ -22,6 +22,7 @@ __all__ = [
     "check_choice",
     "check_sample_weight",
     "check_class_weight_dict",
+    "resolve_class_weights",
     "validate_training_data",
     "validate_prediction_data",
     "check_at_least_two_classes",
@@ -183,6 +184,31 @@ def check_class_weight_dict(class_weight, classes, y):
     if not np.any(weights[present] > 0):
         raise ValueError("class_weight is zero for every class in y; nothing to learn from.")
     return weights
+
+
+def resolve_class_weights(class_weight, classes, y, for_partial_fit=False):
+    """Per-class weights aligned with ``classes`` for the ``class_weight`` of an estimator.
+
+    ``None`` gives ones; ``"balanced"`` gives :math:`n / (k\,n_c)` for the :math:`k` classes
+    present in ``y`` (scikit-learn's ``compute_class_weight``; 1 for a class of ``classes``
+    absent from ``y``); a dict goes through :func:`check_class_weight_dict`. ``"balanced"``
+    needs the whole training set, so ``for_partial_fit`` refuses it.
+    """
+    if class_weight is None:
+        return np.ones(len(classes))
+    if isinstance(class_weight, str):
+        if for_partial_fit:
+            raise ValueError(
+                "class_weight='balanced' needs the whole training set and is not available "
+                "with partial_fit; compute the weights once with "
+                "sklearn.utils.class_weight.compute_class_weight and pass them as a dict.")
+        from sklearn.utils.class_weight import compute_class_weight
+
+        present = np.isin(classes, y)
+        weights = np.ones(len(classes))
+        weights[present] = compute_class_weight("balanced", classes=classes[present], y=y)
+        return weights
+    return check_class_weight_dict(class_weight, classes, y)
 
 
 def split_semi_supervised_labels(y, unlabeled_label=-1):

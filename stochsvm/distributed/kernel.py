@@ -277,6 +277,11 @@ def fit_sampled_rows(estimator, X, y, sample_weight=None):
             f"sampling={estimator.sampling!r} draws a fresh validation sample at every "
             "iteration, one round trip to the cluster per iteration. Use "
             "sampling='adaptive', or fit on a NumPy sample.")
+    if estimator.class_weight is not None:
+        raise ValueError(
+            f"{name} on dask input takes no class_weight yet: pass the class weights as "
+            "sample_weight (a dask array aligned with y, each sample's weight its class's), "
+            "which gives the same model.")
     blocks = training_blocks(X, y, sample_weight)
     classes = blocks.labels
     check_at_least_two_classes(classes)

@@ -44,6 +44,7 @@ from .._core.state import ArrayField, FloatField, IntField, StrField
 from .._core.validation import (
     check_at_least_two_classes,
     check_sample_weight,
+    resolve_class_weights,
     validate_prediction_data,
     validate_training_data,
 )
@@ -113,6 +114,7 @@ class BaseKernelClassifier(BaseClassifier):
         **KERNEL_PARAMETER_CONSTRAINTS,
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "random_state": ["random_state"],
         "callback": [callable, None],
     }
@@ -177,7 +179,7 @@ class BaseKernelClassifier(BaseClassifier):
         X : {ndarray, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
-            Multiplies ``C`` sample by sample.
+            Multiplies ``C`` sample by sample (and by ``class_weight`` of its class).
 
         Returns
         -------
@@ -187,6 +189,10 @@ class BaseKernelClassifier(BaseClassifier):
         self.classes_ = np.unique(y)
         check_at_least_two_classes(self.classes_)
         weights = check_sample_weight(sample_weight, X.shape[0])
+        # class_weight multiplies C class by class, as SVC's does: the same as a sample
+        # weight of class_weight[y_i] on every sample of the class
+        class_weights = resolve_class_weights(self.class_weight, self.classes_, y)
+        weights = weights * class_weights[np.searchsorted(self.classes_, y)]
         self._C = float(self.C)
         check_margin_weight(self._C, weights)
         self._resolve_kernel(X)

@@ -91,6 +91,10 @@ class KernelPegasosSVC(BaseKernelClassifier):
     kernel_dtype : {"float64", "float32"}, default="float64"
     max_memory_mb : float, default=2048
         Budget for one kernel block, in mebibytes.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the samples of each class (``{class: weight}``), as in ``SVC``;
+        ``"balanced"`` uses ``n_samples / (n_classes * count of the class)``. The same model as
+        ``sample_weight`` set to the class's weight on each sample.
     n_jobs : int or None, default=None
         Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
         core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
@@ -120,7 +124,8 @@ class KernelPegasosSVC(BaseKernelClassifier):
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
                  intercept_scaling=1.0, max_iter=5, chunk_size=256, kernel_dtype="float64",
-                 max_memory_mb=2048, n_jobs=None, random_state=None, verbose=0, callback=None):
+                 max_memory_mb=2048,
+                 class_weight=None, n_jobs=None, random_state=None, verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -133,6 +138,7 @@ class KernelPegasosSVC(BaseKernelClassifier):
         self.kernel_dtype = kernel_dtype
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
+        self.class_weight = class_weight
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback

@@ -366,6 +366,10 @@ class SCSKernelSVC(BaseKernelClassifier):
     max_memory_mb : float, default=4096
         Budget for :math:`Q^k` and the validation columns, in mebibytes. The default holds
         ``max_samples=20000`` in float64 (3052 MiB) or 29000 in float32 (3208 MiB).
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the samples of each class (``{class: weight}``), as in ``SVC``;
+        ``"balanced"`` uses ``n_samples / (n_classes * count of the class)``. The same model as
+        ``sample_weight`` set to the class's weight on each sample.
     n_jobs : int or None, default=None
         Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
         core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
@@ -454,7 +458,8 @@ class SCSKernelSVC(BaseKernelClassifier):
                  eta1=0.1, eta2=1e-3, radius_factor=2.0, sufficient_decrease=0.4, curvature=0.3,
                  shortest_step_divisor=8, validation_size=200, metric="rkhs", n_iter_no_change=50,
                  stall_tol=1e-3, sampling="adaptive", sampling_tol=1e-2, error_tol=5e-3,
-                 kernel_dtype="auto", max_memory_mb=4096, n_jobs=None, random_state=None,
+                 kernel_dtype="auto", max_memory_mb=4096,
+                 class_weight=None, n_jobs=None, random_state=None,
                  verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
@@ -487,6 +492,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.kernel_dtype = kernel_dtype
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
+        self.class_weight = class_weight
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback

@@ -85,6 +85,10 @@ class WolfeKernelSVC(BaseKernelClassifier):
     kernel_dtype : {"float64", "float32"}, default="float64"
     max_memory_mb : float, default=2048
         Budget for the full kernel matrix, in mebibytes.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the samples of each class (``{class: weight}``), as in ``SVC``;
+        ``"balanced"`` uses ``n_samples / (n_classes * count of the class)``. The same model as
+        ``sample_weight`` set to the class's weight on each sample.
     n_jobs : int or None, default=None
         Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
         core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
@@ -123,7 +127,7 @@ class WolfeKernelSVC(BaseKernelClassifier):
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
                  intercept_scaling=1.0, tol=1e-4, max_iter=1000, sufficient_decrease=0.4,
                  curvature=0.3, metric="rkhs", kernel_dtype="float64", max_memory_mb=2048,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+                 class_weight=None, n_jobs=None, random_state=None, verbose=0, callback=None):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -139,6 +143,7 @@ class WolfeKernelSVC(BaseKernelClassifier):
         self.kernel_dtype = kernel_dtype
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
+        self.class_weight = class_weight
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback

@@ -45,7 +45,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -56,8 +55,8 @@ from .._core.penalties import get_penalty
 from .._core.state import ArrayField, FloatField, IntField, SolverStateField
 from .._core.validation import (
     check_at_least_two_classes,
-    check_class_weight_dict,
     check_sample_weight,
+    resolve_class_weights,
     validate_prediction_data,
     validate_training_data,
 )
@@ -261,22 +260,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     # ------------------------------------------------------------------ weights and labels
     def _class_weights(self, y, classes, for_partial_fit=False):
-        if self.class_weight is None:
-            return np.ones(len(classes))
-        if isinstance(self.class_weight, str):
-            if for_partial_fit:
-                raise ValueError(
-                    "class_weight='balanced' needs the whole training set and is not available "
-                    "with partial_fit; compute the weights once with "
-                    "sklearn.utils.class_weight.compute_class_weight and pass them as a dict."
-                )
-            present = np.isin(classes, y)
-            weights = np.ones(len(classes))
-            weights[present] = compute_class_weight(
-                "balanced", classes=classes[present], y=y
-            )
-            return weights
-        return check_class_weight_dict(self.class_weight, classes, y)
+        return resolve_class_weights(self.class_weight, classes, y, for_partial_fit)
 
     def _binary_problems(self, y):
         """Signed label vectors, one per binary (one-vs-rest) problem."""
