@@ -142,7 +142,8 @@ def _library_name(value):
     """``(table, name)`` of a library constant object, or None."""
     for table, entries in _library_tables().items():
         for name, entry in entries.items():
-            if value is entry:
+            # the table's object, or an equal copy (one restored by skops.io)
+            if value is entry or (type(value) is type(entry) and value == entry):
                 return table, name
     return None
 

@@ -523,3 +523,32 @@ def test_pipeline_with_an_unknown_step_refused(tmp_path):
     pipeline = make_pipeline(PCA(3), SADMMClassifier(random_state=0)).fit(X, y)
     with pytest.raises(TypeError, match="PCA"):
         io.save(pipeline, tmp_path / "pipe")
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", SOLVER_NAMES)
+def test_pipeline_round_trips_through_skops_with_only_stochsvm_types_to_trust(name, tmp_path):
+    # skops.io refuses to load types it was not told to trust: the types a pipeline of a
+    # stochsvm estimator asks for are stochsvm's own estimator classes, nothing else
+    skops_io = pytest.importorskip("skops.io")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = binary_breast_cancer()
+    model = _fitted(name, X, y)
+    pipeline = make_pipeline(StandardScaler(), model)
+    labels = y
+    if registry.SOLVERS[name].problem == "semi-supervised":
+        labels = np.unique(y, return_inverse=True)[1].astype(np.int64)
+        labels[::2] = -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pipeline.fit(X, labels)
+    data = skops_io.dumps(pipeline)
+    untrusted = skops_io.get_untrusted_types(data=data)
+    assert untrusted and all(kind.startswith("stochsvm.") for kind in untrusted), untrusted
+    loaded = skops_io.loads(data, trusted=untrusted)
+    np.testing.assert_array_equal(loaded.decision_function(X), pipeline.decision_function(X))
+    io.save(loaded, tmp_path / "from_skops")  # and on to stochsvm's own model file
+    np.testing.assert_array_equal(io.load(tmp_path / "from_skops").decision_function(X),
+                                  pipeline.decision_function(X))

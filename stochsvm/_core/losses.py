@@ -357,6 +357,24 @@ class Loss:
         parameter = self.default_parameter if parameter is None else parameter
         return _NUMPY_FORMS[self.name][1](np.asarray(x, dtype=np.float64), parameter)
 
+    def __reduce__(self):
+        # by name, as model files store a loss: a pickled copy (pickle, joblib) is the
+        # table's own object, and nothing compiled is serialized
+        if MARGIN_LOSSES.get(self.name) is self:
+            return get_margin_loss, (self.name,)
+        return get_unlabeled_loss, (self.name,)
+
+    def __getstate__(self):
+        # the state skops.io stores: the name and the table, nothing compiled
+        return {"name": self.name,
+                "table": "margin" if MARGIN_LOSSES.get(self.name) is self else "unlabeled"}
+
+    def __setstate__(self, state):
+        source = (MARGIN_LOSSES if state["table"] == "margin" else UNLABELED_LOSSES)[
+            state["name"]]
+        for name in self.__dataclass_fields__:
+            object.__setattr__(self, name, getattr(source, name))
+
 
 MARGIN_LOSSES = {
     "hinge": Loss("hinge", hinge_value, hinge_derivative, 0.0, False, 1.0, HINGE),

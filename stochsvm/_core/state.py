@@ -203,7 +203,9 @@ class LibraryField(_Field):
 
         entries = {"margin_loss": MARGIN_LOSSES, "unlabeled_loss": UNLABELED_LOSSES,
                    "penalty": PENALTIES}[self.table]
-        if not any(value is entry for entry in entries.values()):
+        # the table's object, or an equal copy of it (as skops.io restores one)
+        if not any(value is entry or (type(value) is type(entry) and value == entry)
+                   for entry in entries.values()):
             _fail(name, f"not one of the library's {self.table} objects")
 
 
