@@ -17,7 +17,7 @@ from .linear import (
     StratifiedSGDClassifier,
     select_step_size,
 )
-from .semi import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, LabeledKFold, SelfLabelingTSVM
+from .semi import BGS3VM, CCCPTSVM, FRS3VM, TSGS3VM, LabeledKFold, LapSVM, SelfLabelingTSVM
 from .version import __version__
 
 # registers the Dask forms of fit and scoring with the core (dask itself is imported only
@@ -31,6 +31,7 @@ __all__ = [
     "FRS3VM",
     "KernelPegasosSVC",
     "LabeledKFold",
+    "LapSVM",
     "MiniBatchSGDClassifier",
     "PegasosClassifier",
     "ProxSVRGClassifier",

@@ -11,7 +11,7 @@ from stochsvm._core.sampling import (
     uniform_batches,
     weighted_batches,
 )
-from stochsvm.linear.anchors import (
+from stochsvm._core.anchors import (
     approximate_full_gradient,
     build_anchor_graph,
     class_products,
@@ -129,7 +129,7 @@ def test_csr_with_64_bit_indices_as_loaded_from_libsvm_files():
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_nearest_rows_matches_brute_force(sparse, monkeypatch):
-    from stochsvm.linear import anchors
+    from stochsvm._core import anchors
     monkeypatch.setattr(anchors, "NEAREST_ROWS_CHUNK", 700)  # several chunks of rows
     rng = np.random.default_rng(3)
     X = rng.normal(size=(3000, 12)) * (rng.random((3000, 12)) < 0.3)
@@ -141,7 +141,7 @@ def test_nearest_rows_matches_brute_force(sparse, monkeypatch):
 
 @pytest.mark.parametrize("sparse", [False, True])
 def test_nearest_anchors_match_brute_force(sparse, monkeypatch):
-    from stochsvm.linear import anchors
+    from stochsvm._core import anchors
     monkeypatch.setattr(anchors, "NEAREST_ROWS_CHUNK", 700)  # several chunks of rows
     rng = np.random.default_rng(5)
     X = rng.normal(size=(2000, 9)) * (rng.random((2000, 9)) < 0.4)
@@ -171,7 +171,7 @@ def test_class_products_csr_equal_dense():
 
 
 def test_nearest_anchors_refuses_more_neighbors_than_anchors():
-    from stochsvm.linear.anchors import nearest_anchors
+    from stochsvm._core.anchors import nearest_anchors
     X = np.eye(4)
     with pytest.raises(ValueError, match="n_neighbors=5"):
         nearest_anchors(X, X, 5)

@@ -370,3 +370,70 @@ def test_feature_dtype_accepts_numpy_types_and_refuses_others(name):
                                       as_string.decision_function(X))
     with pytest.raises(ValueError, match="feature_dtype=.*float64"):
         small_estimator(name, feature_dtype=np.int64).fit(X, y)
+
+
+# ---------------------------------------------------------------------------------------
+# sample and class weights of the semi-supervised estimators
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(SEMI))
+def test_bad_sample_weight_of_the_semi_supervised(name):
+    X, y = _data(name)
+    cases = [(np.ones(3), r"sample_weight has shape \(3,\)"),
+             (np.ones((X.shape[0], 2)), "one weight per sample"),
+             (-np.ones(X.shape[0]), "negative"), (np.full(X.shape[0], np.nan), "NaN"),
+             (np.zeros(X.shape[0]), "zero for every")]
+    for weights, message in cases:
+        with pytest.raises(ValueError, match=message):
+            _fit(small_estimator(name), X, y, sample_weight=weights)
+    model = _fit(small_estimator(name), X, y)
+    with pytest.raises(ValueError, match="negative"):
+        model.objective(X, y, sample_weight=-np.ones(X.shape[0]))
+
+
+@pytest.mark.parametrize("name", sorted(SEMI))
+def test_unknown_class_in_class_weight_of_the_semi_supervised(name):
+    X, y = _data(name)
+    # -1 marks the unlabeled samples: it is no class of the labeled ones
+    for class_weight in ({7: 1.0}, {-1: 2.0}):
+        with pytest.raises(ValueError, match="not in the training labels"):
+            _fit(small_estimator(name, class_weight=class_weight), X, y)
+
+
+@pytest.mark.parametrize("name", sorted(SEMI))
+def test_failed_weighted_refit_leaves_the_semi_supervised_model_as_it_was(name):
+    X, y = _data(name)
+    model = _fit(small_estimator(name), X, y)
+    before = _snapshot(model)
+    with pytest.raises(ValueError):
+        _fit(model, X, np.where(y == 0, 5, y), sample_weight=-np.ones(len(y)))
+    _assert_same_model(model, before, X)
+
+
+# ---------------------------------------------------------------------------------------
+# probabilities
+# ---------------------------------------------------------------------------------------
+def _two_class_data(name, n_samples=60):
+    rng = np.random.RandomState(0)
+    X = rng.randn(n_samples, 4)
+    y = (X[:, 0] > 0).astype(np.int64)
+    if registry.SOLVERS[name].problem == "semi-supervised":
+        y[1::2] = -1
+    return X, y
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("name", sorted(registry.SOLVERS))
+def test_probabilities_with_too_few_samples_of_a_class_refused(name):
+    X, y = _two_class_data(name)
+    y = y.copy()
+    lonely = np.flatnonzero(y == 1)
+    y[lonely[1:]] = 0  # one sample of class 1: no fold can hold it out and train on it
+    with pytest.raises(ValueError, match="probability=True .* at least 2 labeled samples"):
+        small_estimator(name, probability=True).fit(X, y)
+
+
+@pytest.mark.parametrize("name", sorted(registry.SOLVERS))
+def test_probability_must_be_a_boolean(name):
+    X, y = _two_class_data(name)
+    with pytest.raises(ValueError, match="probability"):
+        small_estimator(name, probability="yes").fit(X, y)

@@ -10,8 +10,12 @@ failures compare a fit with integer sample weights against a fit on repeated row
 stochastic solver draws its samples (and, for SCS, grows its sample) in a different order on
 the two data sets, so the models agree in distribution only; Wolfe's deterministic method
 heads for the same optimum along different iterates, which differ after a finite number of
-iterations. For the semi-supervised ones, the expected failure is scikit-learn's use of the
-label -1, which marks unlabeled samples.
+iterations. For the semi-supervised ones, the expected failures are scikit-learn's use of the
+label -1, which marks unlabeled samples, and the same weighted-against-repeated comparison: the
+stochastic ones draw their batches from the rows given, and the exact ones read
+``gamma="scale"`` from the variance of the rows given, as ``SVC`` does (with a fixed ``gamma``
+they agree, see ``tests/test_semi_weights.py``); LapSVM builds its graph on the rows given
+(the node weights of its Laplacian are exactly repeated rows, see ``tests/test_laplacian.py``).
 """
 
 import warnings
@@ -42,7 +46,15 @@ def expected_failures(estimator):
         # scikit-learn runs this check with the labels {-1, 1} for classifiers that are not
         # its own semi-supervised ones; -1 marks an unlabeled sample (sklearn.semi_supervised's
         # convention), so the check sees one labeled class
-        return {"check_classifiers_classes": "-1 marks unlabeled samples"}
+        weights = {
+            "SelfLabelingTSVM": "gamma='scale' reads the variance of the rows given, as in SVC",
+            "CCCPTSVM": "gamma='scale' reads the variance of the rows given, as in SVC",
+            "LapSVM": "its graph is built on the rows given: repeated rows change the anchors",
+        }.get(type(estimator).__name__,
+              "stochastic sampling order differs between weighted and repeated samples")
+        return {"check_classifiers_classes": "-1 marks unlabeled samples",
+                "check_sample_weight_equivalence_on_dense_data": weights,
+                "check_sample_weight_equivalence_on_sparse_data": weights}
     reason = ("same optimum, different iterates" if isinstance(estimator, WolfeKernelSVC)
               else "stochastic sampling order differs between weighted and repeated samples")
     return {"check_sample_weight_equivalence_on_dense_data": reason,

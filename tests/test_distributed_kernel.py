@@ -257,3 +257,26 @@ def test_class_weight_on_dask_input_is_refused_with_the_way_out():
     with pytest.raises(ValueError, match="class_weight.*sample_weight"):
         SCSKernelSVC(class_weight="balanced").fit(da.from_array(X, chunks=200),
                                                   da.from_array(y, chunks=200))
+
+
+def test_probabilities_on_dask_are_those_of_the_in_memory_fit(client):
+    """SCS calibrates on the points outside S_k, read through the same row source: the
+    sigmoid of a dask fit is the in-memory one (same model, same held-out points)."""
+    X, y = _moons(3000)
+    weights = np.random.RandomState(1).uniform(0.5, 2.0, len(y))
+    settings = {"max_samples": 300, "probability": True}
+    in_memory = _fit(_estimator(**settings), X, y, weights)
+    on_dask = _fit(_estimator(**settings), *_on_dask(X, y, weights=weights))
+    _assert_same_model(on_dask, in_memory)
+    np.testing.assert_allclose(on_dask.probA_, in_memory.probA_, rtol=1e-12)
+    np.testing.assert_allclose(on_dask.probB_, in_memory.probB_, rtol=1e-12)
+    np.testing.assert_allclose(on_dask.predict_proba(X), in_memory.predict_proba(X),
+                               rtol=1e-10)
+
+
+def test_probability_on_dask_is_refused_where_no_points_are_left_out(client):
+    X, y = _moons(400)
+    with pytest.raises(ValueError, match="fewer than 200 were left"):
+        _fit(_estimator(probability=True), *_on_dask(X, y))
+    with pytest.raises(ValueError, match="probability=True"):
+        KernelPegasosSVC(probability=True).fit(*_on_dask(X, y))

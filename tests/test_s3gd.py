@@ -138,7 +138,7 @@ def test_dense_equals_sparse_and_seeds(cls):
     other = cls(**{**params, "random_state": 4}).fit(X, y)
     assert not np.array_equal(dense.coef_, other.coef_)
     as_float32 = cls(**params).fit(X.astype(np.float32), y)
-    assert as_float32.coef_.dtype == np.float64
+    assert as_float32.coef_.dtype == np.float32
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
@@ -201,7 +201,7 @@ def test_multiclass_and_class_weight():
                                            ("squared_hinge", "elasticnet")])
 def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
     from stochsvm._core.losses import get_margin_loss
-    from stochsvm.linear.anchors import build_anchor_graph, class_products, select_anchors
+    from stochsvm._core.anchors import build_anchor_graph, class_products, select_anchors
     from stochsvm.linear.proximal_steps import NO_AVERAGE, IterateState, StepSettings
     from stochsvm.linear.s3gd import AnchorTerms, SnapshotTerms, _s3gd_epoch_dense
 
@@ -246,7 +246,7 @@ def test_compiled_s3gd_epoch_matches_twin(sparse, loss, penalty):
                           np.empty(d + 1)),
             IterateState(coef, np.zeros(d), scalars, np.zeros(d + 1), np.zeros(d + 1),
                          np.zeros(d + 1)),
-            settings)
+            settings, np.zeros((0, 0)), np.zeros(2))
     twin_coef, twin_intercept, twin_loss = s3gd_twin(X, y, weights, graph, batches, 7, step,
                                                      alpha, l1_ratio, loss, parameter)
     np.testing.assert_allclose(coef, twin_coef, rtol=1e-10, atol=1e-12)
@@ -290,7 +290,7 @@ def test_l1_average_keeps_the_optimum_zeros():
 def test_auto_inner_loop_matches_the_outer_loop_cost():
     # dense rows: the paper's 20; sparse rows with many features: as many steps as the
     # outer loop's m (d + 1) numbers cost, at most one pass; dense == CSR storage
-    from stochsvm.linear.anchors import build_anchor_graph, select_anchors
+    from stochsvm._core.anchors import build_anchor_graph, select_anchors
 
     estimator = S3GDClassifier()
     resolved = estimator._resolve_parameters()

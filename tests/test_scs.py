@@ -515,21 +515,36 @@ def _sample_problem(seed, size=60, capacity=70, C=3.0, dtype=np.float64):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_incremental_hinge_products_equal_the_product_from_scratch(seed, dtype):
-    from stochsvm.kernel.scs_iterations import hinge_part
+    # the subgradient at the incumbent (the first-direction call of the compiled iterations)
+    # at successive points: its hinge part v exactly, Qv updated over the entries of v that
+    # changed (recomputed from scratch only at the first point) to rounding
+    from stochsvm.kernel import scs_iterations as scs
 
     gram, labels, costs = _sample_problem(seed, dtype=dtype)
     size = 60
     rng = np.random.RandomState(seed)
     hinge, q_hinge = np.zeros(70), np.zeros(70)
+    work = np.zeros((scs.N_WORK, 70))
     Q = gram[:size, :size].astype(np.float64)
     for step in range(6):
-        point = 0.3 * rng.randn(70)
+        point = np.zeros(70)
+        point[:size] = 0.3 * rng.randn(size)
         q_point = np.zeros(70)
         q_point[:size] = Q @ point[:size]
-        hinge_part(gram, size, labels, costs, q_point, hinge, q_hinge, step == 0)
+        iterate = scs.Iterate(a=point, q_a=q_point, d=np.zeros(70), q_d=np.zeros(70),
+                              hinge=hinge, q_hinge=q_hinge)
+        state = np.zeros(scs.N_STATE)
+        state[scs.INITIAL], state[scs.FRESH] = 1.0, float(step == 0)
+        done, _ = scs.sample_iterations(gram, size, labels, costs, iterate, work,
+                                        np.zeros(scs.N_SETTINGS), state,
+                                        np.zeros((1, scs.N_RECORDS)), 0, 0)
+        assert done == 0
         v = np.where(labels[:size] * q_point[:size] < 1.0, costs[:size] * labels[:size], 0.0)
         np.testing.assert_array_equal(hinge[:size], v)
         np.testing.assert_allclose(q_hinge[:size], Q @ v, rtol=0, atol=1e-10 * np.abs(v).sum())
+        # the first direction is -g, g = p - v in the RKHS metric
+        np.testing.assert_array_equal(work[2, :size], point[:size] - v)
+        np.testing.assert_array_equal(iterate.d[:size], v - point[:size])
 
 
 @pytest.mark.parametrize("euclidean", [False, True])

@@ -83,8 +83,8 @@ def test_compiled_steps_match_twin(loss, penalty, sparse, with_moment):
 def test_s3gd_outer_loop_uses_eq8_controls():
     # one S3GD epoch with step 0 leaves the model at zero; with a step, it equals the twin fed
     # with the same controls (computed here from the anchor graph by hand)
-    from stochsvm.linear.anchors import (approximate_full_gradient, build_anchor_graph,
-                                         class_products)
+    from stochsvm._core.anchors import (approximate_full_gradient, build_anchor_graph,
+                                        class_products)
     X, y = binary_digits()
     X, y = X[:200], np.where(y[:200] > 0, 1.0, -1.0)
     graph = build_anchor_graph(X, np.arange(0, 200, 10), 3)

@@ -311,6 +311,12 @@ def test_bad_input(params, transform, message):
 # the labels {-1, 1}, where -1 marks unlabeled samples (y == -1 is scikit-learn's semi-supervised
 # convention), so the check sees one labeled class and fails by design.
 EXPECTED_FAILURES = {"check_classifiers_classes": "-1 marks unlabeled samples"}
+# TSGS3VM and FRS3VM draw their batches from the rows given: integer weights and repeated rows
+# take different steps (the weighted objective is tested in tests/test_semi_weights.py)
+EXPECTED_FAILURES.update({
+    "check_sample_weight_equivalence_on_dense_data": "stochastic sampling order differs",
+    "check_sample_weight_equivalence_on_sparse_data": "stochastic sampling order differs",
+})
 
 
 @parametrize_with_checks([TSGS3VM(random_state=0, max_iter=20),  # the supervised check on

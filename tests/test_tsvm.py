@@ -291,6 +291,15 @@ def test_cccp_bad_ramp_s():
 EXPECTED_FAILURES = {
     "check_classifiers_classes": "-1 marks unlabeled samples (semi-supervised convention)",
 }
+# The sample-weight equivalence checks compare integer weights with repeated rows at the
+# defaults: gamma="scale" reads the variance of the rows given (as SVC's does), which the
+# repeated rows change, and SelfLabelingTSVM's SVMs are solved to libsvm's tol=1e-6 only. With
+# a fixed gamma (and a tight tol) the models agree: tests/test_semi_weights.py.
+_WEIGHT_REASON = "gamma='scale' reads the variance of the rows given, as in SVC"
+EXPECTED_FAILURES.update({
+    "check_sample_weight_equivalence_on_dense_data": _WEIGHT_REASON,
+    "check_sample_weight_equivalence_on_sparse_data": _WEIGHT_REASON,
+})
 
 
 @parametrize_with_checks([SelfLabelingTSVM(), CCCPTSVM()],

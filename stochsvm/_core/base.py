@@ -24,6 +24,12 @@
 * **Fitted state** is declared per class in ``_fitted_fields`` (see
   :mod:`stochsvm._core.state`): model files save exactly these attributes and check every one
   of them on load.
+* **Probabilities.** ``predict_proba`` and ``predict_log_proba`` are written once, here, for
+  every classifier (:mod:`stochsvm._core.probability`): Platt's sigmoid per binary problem
+  (``probA_``, ``probB_``) fitted after the model on held-out decision values when
+  ``probability=True`` (a family's ``fit`` ends with :meth:`BaseClassifier._calibrate`), or
+  the logistic model itself for an estimator whose loss is the log loss. Without either,
+  the methods are absent and the error names ``probability=True``.
 * **Dask input.** The core never imports :mod:`stochsvm.distributed`: that package registers
   its ``fit``, ``blockwise`` and ``score`` with :func:`register_distributed_backend` when it
   is imported (``import stochsvm`` imports it; it imports dask only when given a dask
@@ -33,15 +39,24 @@
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .state import ArrayField, IntField, RecordsField, merged_fields
+from .probability import (
+    held_out_decision_values,
+    sigmoid_log_probabilities,
+    sigmoid_probabilities,
+    sigmoids_from_held_out,
+)
+from .state import (ArrayField, IntField, RecordsField, cast_float_arrays,
+                    float_arrays_dtype, merged_fields)
 
 __all__ = ["BaseClassifier", "dask_fit", "dask_input", "fit_context",
            "register_distributed_backend"]
@@ -107,6 +122,11 @@ def _is_dask_collection(data):
     return hasattr(data, "__dask_graph__") and hasattr(data, "__dask_keys__")
 
 
+def _collection_dtype(X):
+    """The dtype of a dask array, or the common dtype of a dask DataFrame's columns."""
+    return X.dtype if hasattr(X, "dtype") else np.result_type(*X.dtypes)
+
+
 def dask_input(method):
     """Decorate a prediction method: a dask array or DataFrame is scored block by block
     where its chunks live (:mod:`stochsvm.distributed`), returning a lazy dask array."""
@@ -143,6 +163,22 @@ def _solve_recording_warnings(solve, args):
     return result, [(str(item.message), item.category) for item in caught]
 
 
+class _ProbabilityMethod:
+    """A method that exists on an instance only when it gives probabilities: elsewhere
+    ``hasattr`` is false and the ``AttributeError`` says how to get them (the instance's
+    ``_probabilities_available`` raises it). On the class it is the plain function."""
+
+    def __init__(self, method):
+        self.method = method
+        functools.update_wrapper(self, method)
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self.method
+        instance._probabilities_available()
+        return types.MethodType(self.method, instance)
+
+
 class BaseClassifier(ClassifierMixin, BaseEstimator):
     """Base of every classifier in the package (see the module docstring).
 
@@ -154,6 +190,7 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
+        "probability": ["boolean"],
     }
 
     #: fitted attributes every classifier has (model files save declared fields only)
@@ -163,7 +200,23 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         "feature_names_in_": ArrayField("str", ("n_features",), optional=True),
         "n_iter_": IntField(minimum=0),
         "history_": RecordsField(),
+        # Platt's sigmoid per binary problem (probability=True)
+        "probA_": ArrayField("float", ("n_problems",), optional=True),
+        "probB_": ArrayField("float", ("n_problems",), optional=True),
     }
+
+    #: folds of the cross-validation whose held-out decision values ``probability=True``
+    #: fits its sigmoids on (a solver holding independent samples uses those instead)
+    _calibration_folds = 2
+    #: how many of those folds are fitted (``None``: all); the held-out values are those of
+    #: the fitted folds
+    _calibration_fits = None
+    #: cap the copies' ``max_iter`` at the fit's ``n_iter_``
+    _calibration_iteration_cap = True
+    #: the label of unlabeled samples in ``y`` (semi-supervised estimators), or ``None``
+    _unlabeled_label = None
+    #: whether the distributed fit computes held-out values for ``probability=True``
+    _calibrates_on_dask = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -222,6 +275,23 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
                 flat.append(record)
         return flat
 
+    # ------------------------------------------------------------------ precision
+    def _keep_input_precision(self, dtype):
+        """End of a fit on data of ``dtype``: float32 data gives float32 fitted arrays (every
+        floating array of the declared fitted state, those inside ``binary_models_``
+        included), as scikit-learn's ``SGDClassifier`` keeps float32. Solvers may compute in
+        float64; the solver state kept for ``warm_start`` / ``partial_fit`` stays as it is.
+        float64 data leaves the model untouched."""
+        if np.dtype(dtype) == np.float32:
+            self.__dict__.update(cast_float_arrays(self.fitted_fields(), vars(self),
+                                                   np.float32))
+
+    def _output_dtype(self, X):
+        """The dtype of the decision values on validated ``X``: float32 for float32 ``X`` and
+        a float32 model, float64 otherwise (the promoted type, as scikit-learn's linear
+        models give for a float32 model on float64 data)."""
+        return np.result_type(X.dtype, float_arrays_dtype(self.fitted_fields(), vars(self)))
+
     # ------------------------------------------------------------------ prediction
     @dask_input
     def predict(self, X):
@@ -240,6 +310,110 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    def _has_native_probabilities(self):
+        """True when the model is itself a probability model (the log loss)."""
+        return False
+
+    def _probabilities_available(self):
+        if getattr(self, "probability", False) or self._has_native_probabilities():
+            return True
+        raise AttributeError(
+            f"{type(self).__name__} gives class probabilities when constructed with "
+            f"probability=True (Platt's sigmoid fitted on held-out decision values during "
+            f"fit, as sklearn.svm.SVC does): {type(self).__name__}(probability=True)"
+            ".fit(X, y).predict_proba(X).")
+
+    def _sigmoids(self):
+        """``(A, B)`` of the probability model: the fitted sigmoids, or the logistic model."""
+        if getattr(self, "probability", False):
+            if not hasattr(self, "probA_"):
+                self._check_fitted()
+                raise NotFittedError(
+                    f"This {type(self).__name__} has no fitted sigmoid (probA_): it was "
+                    "fitted with probability=False or by partial_fit. Fit it with "
+                    "probability=True to use predict_proba.")
+            return self.probA_, self.probB_
+        problems = len(self._positive_labels())
+        return -np.ones(problems), np.zeros(problems)
+
+    @_ProbabilityMethod
+    @dask_input
+    def predict_proba(self, X):
+        r"""Class probabilities.
+
+        With ``probability=True``, Platt's sigmoid of each binary problem's decision value,
+        :math:`P_k(x) = 1/(1 + \exp(A_k f_k(x) + B_k))` (``probA_``, ``probB_``, fitted on
+        held-out decision values), normalised over the classes for more than two; with the
+        log loss, the logistic model :math:`\sigma(f_k(x))` likewise
+        (:mod:`stochsvm._core.probability`).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        scores = self.decision_function(X)
+        A, B = self._sigmoids()
+        return sigmoid_probabilities(scores, A, B)
+
+    @_ProbabilityMethod
+    @dask_input
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, computed without underflow.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        scores = self.decision_function(X)
+        A, B = self._sigmoids()
+        return sigmoid_log_probabilities(scores, A, B)
+
+    def _calibrate(self, X, y, sample_weight=None):
+        """End of ``fit``: with ``probability=True`` fit ``probA_`` and ``probB_`` on
+        held-out decision values (:meth:`_held_out_values`); otherwise drop those of an
+        earlier fit."""
+        if not getattr(self, "probability", False):
+            self.__dict__.pop("probA_", None)
+            self.__dict__.pop("probB_", None)
+            return
+        self.probA_, self.probB_ = sigmoids_from_held_out(
+            self._held_out_values(X, y, sample_weight))
+
+    def _held_out_values(self, X, y, sample_weight):
+        """Held-out decision values per binary problem, by cross-validation
+        (:func:`~stochsvm._core.probability.held_out_decision_values`); a solver holding
+        samples independent of its model overrides this."""
+        # estimators without randomness (no random_state) get fixed folds
+        random_state = getattr(self, "random_state", 0)
+        return held_out_decision_values(
+            self, X, y, sample_weight, self._positive_labels(), self._calibration_folds,
+            random_state, unlabeled=self._unlabeled_label, n_fits=self._calibration_fits,
+            max_iter=(self.n_iter_ if self._calibration_iteration_cap and self.n_iter_ >= 1
+                      else None),
+            fold_parameters=self._fold_parameters)
+
+    def _fold_parameters(self, fraction):
+        """Parameters of a calibration copy trained on ``fraction`` of the labeled samples
+        (:func:`~stochsvm._core.probability.held_out_decision_values`); none by default."""
+        return {}
+
+    def _refuse_partial_fit_probability(self):
+        if getattr(self, "probability", False):
+            raise ValueError(
+                f"{type(self).__name__}(probability=True) fits its sigmoid on held-out "
+                "decision values in fit; partial_fit cannot. Use fit, or partial_fit with "
+                "probability=False and calibrate the result with "
+                "sklearn.calibration.CalibratedClassifierCV.")
 
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on ``(X, y)``; dask input is scored block by block where it lives.
@@ -276,7 +450,16 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
 
     def _fit_dask(self, X, *args, **kwargs):
         """Train on dask input (see :mod:`stochsvm.distributed`)."""
-        return _distributed("fit")(self, X, *args, **kwargs)
+        if getattr(self, "probability", False) and not self._calibrates_on_dask:
+            raise ValueError(
+                f"{type(self).__name__}(probability=True) fits its sigmoid on "
+                "cross-validated decision values, which the dask fit does not compute. Fit "
+                "with probability=False and calibrate on an in-memory held-out sample with "
+                "sklearn.calibration.CalibratedClassifierCV, or fit in memory.")
+        fitted = _distributed("fit")(self, X, *args, **kwargs)
+        # float32 blocks give a float32 model, as float32 data in memory does
+        self._keep_input_precision(_collection_dtype(X))
+        return fitted
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

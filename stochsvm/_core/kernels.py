@@ -118,7 +118,14 @@ def resolve_gamma(gamma, X):
             return 1.0 / X.shape[1]
         gamma = None
     if gamma is None:
-        if sp.issparse(X):
+        if sp.issparse(X) and X.dtype != np.float64:
+            # float32 values summed in float64, without the copies of X that scipy's means
+            # make (and their float32 sums)
+            values = X.data[:X.nnz]
+            mean = float(np.sum(values, dtype=np.float64)) / (X.shape[0] * X.shape[1])
+            variance = float(np.einsum("i,i->", values, values, dtype=np.float64)) / (
+                X.shape[0] * X.shape[1]) - mean ** 2
+        elif sp.issparse(X):
             mean = float(np.asarray(X.mean()))
             variance = float(np.asarray(X.multiply(X).mean())) - mean ** 2
         else:
@@ -340,8 +347,15 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
         return _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out)
     if dtype == np.float32 and out.dtype == np.float32 and kernel != "laplacian":
         return _kernel_block_single(A, B, kernel, gamma, degree, coef0, out)
-    if not sp.issparse(A):
-        A = np.asarray(A, dtype=np.float64)
+    if not sp.issparse(B) and B.dtype != np.float64:
+        # float32 rows of B converted a tile of columns at a time, never all of B at once
+        tile = max(1, int(_CHUNK_BYTES // (8 * max(B.shape[1], 1))))
+        if n_columns > tile:
+            for start in range(0, n_columns, tile):
+                stop = min(n_columns, start + tile)
+                kernel_block(A, B[start:stop], kernel, gamma, degree, coef0, dtype=dtype,
+                             out=out[:, start:stop])
+            return out
     if not sp.issparse(B):
         B = np.asarray(B, dtype=np.float64)
     B_norms = _squared_norms(B) if kernel == "rbf" else None
@@ -349,7 +363,9 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
     chunk = max(1, int(_CHUNK_BYTES // (8 * 2 * width)))
     for start in range(0, n_rows, chunk):
         stop = min(n_rows, start + chunk)
-        out[start:stop] = _block(A[start:stop], B, kernel, gamma, degree, coef0, B_norms)
+        # float32 rows are converted a chunk at a time, never all of A at once
+        rows = A[start:stop] if sp.issparse(A) else np.asarray(A[start:stop], dtype=np.float64)
+        out[start:stop] = _block(rows, B, kernel, gamma, degree, coef0, B_norms)
     return out
 
 

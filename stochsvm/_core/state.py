@@ -24,8 +24,8 @@ import scipy.sparse as sp
 
 __all__ = [
     "ArrayField", "BoolField", "CountField", "DictField", "FloatField", "IntField", "LibraryField",
-    "ListField", "RecordsField", "SolverStateField", "StrField", "check_fitted_state",
-    "merged_fields",
+    "ListField", "RecordsField", "SolverStateField", "StrField", "cast_float_arrays",
+    "check_fitted_state", "float_arrays_dtype", "merged_fields",
 ]
 
 _KINDS = {
@@ -35,6 +35,10 @@ _KINDS = {
     "label": "biufU",  # class labels: numbers or strings, never objects
     "str": "U",
 }
+
+#: the precisions a floating field may hold: a model fitted on float32 data keeps float32
+#: arrays, any other is float64 (half or extended precision is refused on load)
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def merged_fields(cls):
@@ -81,9 +85,9 @@ def _bind(shape, actual, name, symbols):
 class ArrayField(_Field):
     """A NumPy array (or, with ``sparse=True``, also a CSR matrix) of a given kind and shape.
 
-    ``kind`` is one of ``"float"``, ``"int"``, ``"bool"``, ``"label"`` (numbers or strings)
-    and ``"str"``; ``minimum`` bounds the values from below; ``below`` names a symbol the
-    values must stay under (indices).
+    ``kind`` is one of ``"float"`` (float32 or float64), ``"int"``, ``"bool"``, ``"label"``
+    (numbers or strings) and ``"str"``; ``minimum`` bounds the values from below; ``below``
+    names a symbol the values must stay under (indices).
     """
 
     kind: str
@@ -100,6 +104,7 @@ class ArrayField(_Field):
                 _fail(name, "a sparse matrix where a dense array is expected")
             if value.format != "csr":
                 _fail(name, f"sparse format {value.format!r}, expected CSR")
+            self._check_precision(value, name)
             try:
                 value.check_format(full_check=True)
             except (ValueError, TypeError, IndexError) as error:
@@ -113,8 +118,13 @@ class ArrayField(_Field):
                    and all(isinstance(item, str) for item in value.ravel()))
         if not strings and (value.dtype.kind not in _KINDS[self.kind] or value.dtype.hasobject):
             _fail(name, f"dtype {value.dtype} is not a {self.kind} dtype")
+        self._check_precision(value, name)
         _bind(self.shape, value.shape, name, symbols)
         self._check_values(value, name)
+
+    def _check_precision(self, value, name):
+        if self.kind == "float" and value.dtype not in _FLOAT_DTYPES:
+            _fail(name, f"dtype {value.dtype} is not float32 or float64")
 
     def _check_values(self, values, name):
         if values.dtype.kind == "f" and self.finite and not np.all(np.isfinite(values)):
@@ -323,6 +333,61 @@ class CountField(_Field):
             return
         else:
             _fail(name, f"expected a count, found {value!r}")
+
+
+def _floating_arrays(spec, value):
+    """The floating arrays (dense or sparse) that the field ``spec`` declares in ``value``,
+    through dicts and lists of fields."""
+    if isinstance(spec, ArrayField):
+        if spec.kind == "float" and (isinstance(value, np.ndarray) or sp.issparse(value)):
+            yield value
+    elif isinstance(spec, DictField) and isinstance(value, dict):
+        for key, item in value.items():
+            if key in spec.fields:
+                yield from _floating_arrays(spec.fields[key], item)
+    elif isinstance(spec, ListField) and isinstance(value, list):
+        for item in value:
+            yield from _floating_arrays(spec.item, item)
+
+
+def _cast(spec, value, dtype):
+    """``value`` of the field ``spec`` with its floating arrays in ``dtype`` (new containers
+    where anything changed, ``value`` itself otherwise)."""
+    if isinstance(spec, ArrayField):
+        floating = next(_floating_arrays(spec, value), None) is not None
+        return value.astype(dtype) if floating and value.dtype != dtype else value
+    if isinstance(spec, DictField) and isinstance(value, dict):
+        cast = {key: _cast(spec.fields[key], item, dtype) if key in spec.fields else item
+                for key, item in value.items()}
+        return value if all(cast[key] is value[key] for key in value) else cast
+    if isinstance(spec, ListField) and isinstance(value, list):
+        cast = [_cast(spec.item, item, dtype) for item in value]
+        return value if all(new is old for new, old in zip(cast, value)) else cast
+    return value
+
+
+def cast_float_arrays(fields, state, dtype):
+    """The entries of ``state`` whose declared floating arrays are not in ``dtype``, cast to
+    it: ``{attribute: value}``, for ``state.update`` (arrays inside dicts and lists of fields,
+    such as ``binary_models_``, come in new containers). Solver states (``_states``) are not
+    declared arrays and are left as they are."""
+    dtype = np.dtype(dtype)
+    changed = {}
+    for name, spec in fields.items():
+        if name in state and state[name] is not None:
+            value = _cast(spec, state[name], dtype)
+            if value is not state[name]:
+                changed[name] = value
+    return changed
+
+
+def float_arrays_dtype(fields, state):
+    """The common dtype of the declared floating arrays of ``state`` (float64 when there is
+    none): float32 only when every one of them is float32."""
+    dtypes = [value.dtype for name, spec in fields.items()
+              if state.get(name) is not None
+              for value in _floating_arrays(spec, state[name])]
+    return np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
 
 
 def check_fitted_state(fields, state, owner="the estimator"):

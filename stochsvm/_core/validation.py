@@ -21,6 +21,8 @@ __all__ = [
     "check_positive_int",
     "check_choice",
     "check_sample_weight",
+    "MAXIMUM_MARGIN_WEIGHT",
+    "check_margin_weight",
     "check_class_weight_dict",
     "resolve_class_weights",
     "validate_training_data",
@@ -154,6 +156,33 @@ def check_sample_weight(sample_weight, n_samples):
     return weights
 
 
+#: the largest C times the total sample weight the solvers resolve in double precision.
+#: Measured on breast cancer (569 samples, rbf): from C = 1e8 to 1e18, SCS trains 187-199
+#: support vectors at training accuracy 1.0 (the hard-margin regime, where a larger C
+#: changes little); at 1e22 its support vectors drift to 541, and from 1e26 it takes no step
+#: (digits alike); Wolfe's method and kernel Pegasos return all-zero models at 1e30
+MAXIMUM_MARGIN_WEIGHT = 1e18
+
+
+def check_margin_weight(C, weights):
+    r"""Refuse a ``C`` so large that the hinge term of the objective, :math:`C \sum_i s_i`
+    at the start, leaves no double-precision digits for the norm term: the fit would return a
+    model that float64 rounding decided (an all-zero one, or one with spurious support
+    vectors). ``SVC`` trains the hard-margin model there; these solvers reach it at a
+    smaller ``C`` already (for a positive definite kernel such as rbf the training points
+    are separable and the model stops changing once every point lies on or outside its
+    margin)."""
+    total = C * float(np.sum(weights))
+    if total > MAXIMUM_MARGIN_WEIGHT:
+        usable = MAXIMUM_MARGIN_WEIGHT / float(np.sum(weights))
+        raise ValueError(
+            f"C={C:g} times the total sample weight ({float(np.sum(weights)):g}) is "
+            f"{total:.3g}, beyond the {MAXIMUM_MARGIN_WEIGHT:g} that double precision "
+            f"resolves against the norm term of the objective. For a hard-margin model use "
+            f"C <= {usable:.3g}: at such C the model no longer changes once every training "
+            f"point is on or outside its margin.")
+
+
 def check_class_weight_dict(class_weight, classes, y):
     """Per-class weights (aligned with ``classes``) from a ``{class: weight}`` dict.
 
@@ -187,7 +216,7 @@ def check_class_weight_dict(class_weight, classes, y):
 
 
 def resolve_class_weights(class_weight, classes, y, for_partial_fit=False):
-    """Per-class weights aligned with ``classes`` for the ``class_weight`` of an estimator.
+    r"""Per-class weights aligned with ``classes`` for the ``class_weight`` of an estimator.
 
     ``None`` gives ones; ``"balanced"`` gives :math:`n / (k\,n_c)` for the :math:`k` classes
     present in ``y`` (scikit-learn's ``compute_class_weight``; 1 for a class of ``classes``

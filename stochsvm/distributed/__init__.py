@@ -119,11 +119,14 @@ def blockwise(estimator, method, X):
     if method == "predict":
         return X.map_blocks(_score_block, estimator, method, dtype=estimator.classes_.dtype,
                             drop_axis=1, meta=np.empty(0, dtype=estimator.classes_.dtype))
+    # float32 blocks and a model fitted on float32 data score in float32, as in memory
+    dtype = (estimator._output_dtype(X) if X.dtype in (np.float32, np.float64)
+             else np.dtype(np.float64))
     if method == "decision_function" and n_classes == 2:
-        return X.map_blocks(_score_block, estimator, method, dtype=np.float64, drop_axis=1,
-                            meta=np.empty(0))
-    return X.map_blocks(_score_block, estimator, method, dtype=np.float64,
-                        chunks=(X.chunks[0], (n_classes,)), meta=np.empty((0, 0)))
+        return X.map_blocks(_score_block, estimator, method, dtype=dtype, drop_axis=1,
+                            meta=np.empty(0, dtype=dtype))
+    return X.map_blocks(_score_block, estimator, method, dtype=dtype,
+                        chunks=(X.chunks[0], (n_classes,)), meta=np.empty((0, 0), dtype=dtype))
 
 
 def score(estimator, X, y, sample_weight=None):

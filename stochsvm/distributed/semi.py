@@ -64,6 +64,10 @@ rounding differences into different steps). The cost of an iteration,
 the client holds the model and two rounds of rows (``benchmarks/BENCHMARKS.md``, section on
 distributed semi-supervised training, for the measured seconds, rounds and bytes).
 
+Weights: ``class_weight`` applies to the labeled rows, which the client holds, and gives the
+in-memory model; ``sample_weight`` is refused (it would have to travel with every sampled row,
+and its zeros renumber the rows): fit in memory for per-sample weights.
+
 Each record of ``history_`` (the records of the in-memory fit) also holds, counted from the
 start of the fit up to that record: ``rounds`` (round trips to the cluster), ``rows_moved``
 (rows sent to the client), ``bytes_moved`` (bytes of those rows and of the indices sent) and
@@ -269,16 +273,18 @@ class DistributedRows:
         return self._fetch(index)
 
 
-def fit_triply_stochastic(estimator, X, y):
+def fit_triply_stochastic(estimator, X, y, sample_weight=None):
     """Fit TSGS3VM or FRS3VM on dask ``(X, y)`` (``y == -1`` unlabeled), where the row
     blocks live (see the module docstring).
 
     Parameters
     ----------
     estimator : TSGS3VM or FRS3VM
-        Its parameters are used as in an in-memory fit.
+        Its parameters are used as in an in-memory fit (``class_weight`` included).
     X : dask array or dask DataFrame of shape (n_samples, n_features)
     y : dask array, dask Series or array-like of shape (n_samples,)
+    sample_weight : None
+        Refused on dask input (see the module docstring).
 
     Returns
     -------
@@ -286,6 +292,14 @@ def fit_triply_stochastic(estimator, X, y):
     """
     import dask
 
+    name = type(estimator).__name__
+    if sample_weight is not None:
+        raise ValueError(
+            f"{name} on dask input takes no sample_weight: the weights would travel with "
+            "every sampled row. Fit in memory for per-sample weights: "
+            f"{name}(...).fit(X.compute(), y.compute(), sample_weight=...) (or on a NumPy "
+            "sample of the rows). class_weight is applied on dask input: it weighs the "
+            "labeled rows, which the fit gathers.")
     blocks = training_blocks(X, y, allow_unlabeled=True)
     # the errors of an in-memory fit (all unlabeled, one class, not class labels), from the
     # distinct labels of the pass
@@ -293,7 +307,6 @@ def fit_triply_stochastic(estimator, X, y):
     unlabeled_counts = blocks.unlabeled
     n_unlabeled = int(unlabeled_counts.sum())
     n_labeled = blocks.n_samples - n_unlabeled
-    name = type(estimator).__name__
     if n_labeled > MAXIMUM_LABELED_ROWS:
         raise ValueError(
             f"{name} on dask input gathers its labeled rows on the client (every iteration "
@@ -327,7 +340,11 @@ def fit_triply_stochastic(estimator, X, y):
         estimator.__dict__.pop(attribute, None)
     estimator.n_features_in_ = blocks.n_features
     estimator.classes_ = classes
-    estimator._resolve_common(X_labeled, n_labeled, n_unlabeled)
+    # class_weight, on the gathered labeled rows (every unlabeled row weighs 1), as in memory
+    weights = estimator._sample_weights(y_labeled, np.ones(n_labeled, dtype=bool), None)
+    if weights is not None:
+        weights = estimator._split_weights(weights, np.ones(0))
+    estimator._resolve_common(X_labeled, n_labeled, n_unlabeled, weights)
     if scale:  # "scale" on every sample, as in memory, from the blocks' moments
         variance = combined_variance([statistics for _, _, statistics in parts])
         estimator._gamma = 1.0 / (blocks.n_features * variance) if variance > 0 else 1.0
@@ -352,7 +369,7 @@ def fit_triply_stochastic(estimator, X, y):
         for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds)):
             rng = random_state if problem_seed is None else np.random.RandomState(problem_seed)
             results.append(estimator._fit_binary(settings, X_labeled, y_signed, source, rng,
-                                                 index))
+                                                 index, weights))
             source.close()
     finally:
         estimator.callback = user_callback

@@ -41,8 +41,10 @@ from .._core.kernels import (
     resolve_kernel_dtype,
 )
 from .._core.state import ArrayField, FloatField, IntField, StrField
-from .._core.validation import (
+from .._core.validation import (  # the margin-weight check is shared with the other families
+    MAXIMUM_MARGIN_WEIGHT,
     check_at_least_two_classes,
+    check_margin_weight,
     check_sample_weight,
     resolve_class_weights,
     validate_prediction_data,
@@ -62,36 +64,11 @@ KERNEL_PARAMETER_CONSTRAINTS = {
     "gamma": [StrOptions({"scale", "auto"}), Interval(Real, 0, None, closed="neither")],
     "degree": [Interval(Integral, 0, None, closed="left")],
     "coef0": [Interval(Real, None, None, closed="neither")],
-    "kernel_dtype": [StrOptions({"float64", "float32"}), type],
+    # a string, a NumPy type or a dtype, resolved (float32 or float64 only) by
+    # resolve_kernel_dtype
+    "kernel_dtype": [StrOptions({"float64", "float32"}), type, np.dtype],
     "max_memory_mb": [Interval(Real, 0, None, closed="neither")],
 }
-
-
-#: the largest C times the total sample weight the solvers resolve in double precision.
-#: Measured on breast cancer (569 samples, rbf): from C = 1e8 to 1e18, SCS trains 187-199
-#: support vectors at training accuracy 1.0 (the hard-margin regime, where a larger C
-#: changes little); at 1e22 its support vectors drift to 541, and from 1e26 it takes no step
-#: (digits alike); Wolfe's method and kernel Pegasos return all-zero models at 1e30
-MAXIMUM_MARGIN_WEIGHT = 1e18
-
-
-def check_margin_weight(C, weights):
-    """Refuse a ``C`` so large that the hinge term of the objective, :math:`C \sum_i s_i`
-    at the start, leaves no double-precision digits for the norm term: the fit would return a
-    model that float64 rounding decided (an all-zero one, or one with spurious support
-    vectors). ``SVC`` trains the hard-margin model there; these solvers reach it at a
-    smaller ``C`` already (for a positive definite kernel such as rbf the training points
-    are separable and the model stops changing once every point lies on or outside its
-    margin)."""
-    total = C * float(np.sum(weights))
-    if total > MAXIMUM_MARGIN_WEIGHT:
-        usable = MAXIMUM_MARGIN_WEIGHT / float(np.sum(weights))
-        raise ValueError(
-            f"C={C:g} times the total sample weight ({float(np.sum(weights)):g}) is "
-            f"{total:.3g}, beyond the {MAXIMUM_MARGIN_WEIGHT:g} that double precision "
-            f"resolves against the norm term of the objective. For a hard-margin model use "
-            f"C <= {usable:.3g}: at such C the model no longer changes once every training "
-            f"point is on or outside its margin.")
 
 
 class BaseKernelClassifier(BaseClassifier):
@@ -214,7 +191,15 @@ class BaseKernelClassifier(BaseClassifier):
         self.dual_coef_ = coefficients[:, support]
         self._store_intercept()
         self.n_iter_ = int(max(result[2] for result in results))
+        self._calibrate(X, y, None if sample_weight is None else check_sample_weight(
+            sample_weight, X.shape[0]))
+        self._keep_input_precision(X.dtype)
         return self
+
+    def _fold_parameters(self, fraction):
+        """A calibration copy on ``fraction`` of the samples: ``C / fraction``, the weight of
+        each loss against the regularizer of the full fit (``C`` multiplies a sum)."""
+        return {"C": self.C / fraction}
 
     def _store_intercept(self):
         r"""``intercept_`` from ``dual_coef_``: :math:`b = s^2\sum_j a_j`, already inside the
@@ -229,11 +214,13 @@ class BaseKernelClassifier(BaseClassifier):
         r"""Decision values :math:`f(x) = \sum_j a_j k(z_j, x)` over the support vectors.
 
         Returns an array of shape (n_samples,) for two classes, (n_samples, n_classes)
-        otherwise. The kernel block is computed in row chunks of at most 64 MiB.
+        otherwise. The kernel block is computed in row chunks of at most 64 MiB, each summed
+        in float64; a model fitted on float32 data gives float32 values on float32 ``X``
+        (float64 on float64 ``X``, the promoted type).
         """
         check_is_fitted(self, "dual_coef_")
         X = validate_prediction_data(self, X)
-        scores = np.zeros((X.shape[0], self.dual_coef_.shape[0]))
+        scores = np.zeros((X.shape[0], self.dual_coef_.shape[0]), dtype=self._output_dtype(X))
         if len(self.support_):
             chunk = self._chunk_rows(len(self.support_))
             coefficients = np.ascontiguousarray(self.dual_coef_, dtype=np.float64)

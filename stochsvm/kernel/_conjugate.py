@@ -52,15 +52,21 @@ in it mean the same thing at any ``C``.
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 __all__ = ["line_search", "line_minimizer", "first_step_length", "minimum_norm_weight",
            "line_values"]
 
 # outcome codes of line_search (also stored in history_)
 STEP_IN_L_AND_R, STEP_CAPPED, STEP_ZERO, STEP_BISECTION_LIMIT = 0, 1, 2, 3
+# phases of line_search: the first trial, then doubling, halving or bisection
+_FIRST, _DOUBLING, _HALVING, _BISECTION = 0, 1, 2, 3
 
 
-@numba.njit(cache=True)
+# inlined into its one compiled caller, the SCS iterations (a function of its own is compiled
+# on its own first); the clipping is written out because numba's min and max are compiled
+# functions of their own (the comparisons are theirs, NaN included)
+@numba.njit(cache=True, inline="always")
 def minimum_norm_weight(uu, ug, gg):
     r"""Closed form of eq. (5): :math:`\arg\min_{\lambda\in[0,1]}\|\lambda u + (1-\lambda)g\|^2`.
 
@@ -79,11 +85,13 @@ def minimum_norm_weight(uu, ug, gg):
     denominator = uu - 2.0 * ug + gg
     if not denominator > 0.0:
         return 0.0
-    return min(1.0, max(0.0, (gg - ug) / denominator))
+    weight = (gg - ug) / denominator
+    weight = weight if weight > 0.0 else 0.0
+    return weight if weight < 1.0 else 1.0
 
 
-# a called function, not inlined: each of its seven call sites in line_search and
-# line_minimizer would be typed and compiled again (about 0.5 s of a cold first fit)
+# a called function, not inlined: each call site of an inlined function is typed and compiled
+# again
 @numba.njit(cache=True)
 def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
     """``phi(t) - aQa/2`` and ``phi'(t)`` (hinge active where the margin is < 1)."""
@@ -95,6 +103,17 @@ def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
             value += costs[i] * (1.0 - margin)
             slope -= costs[i] * step_margins[i]
     return value, slope
+
+
+def _slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
+    """``phi'(t)`` of :func:`_value_and_slope` in NumPy, the same number: the terms of the
+    active hinges are subtracted one after the other (a sequential accumulation, not a
+    pairwise sum)."""
+    active = margins + t * step_margins < 1.0
+    terms = np.empty(np.count_nonzero(active) + 1)
+    terms[0] = d_Q_a + t * d_Q_d
+    np.multiply(costs[active], step_margins[active], out=terms[1:])
+    return float(np.subtract.accumulate(terms)[-1])
 
 
 @numba.njit(cache=True)
@@ -149,72 +168,65 @@ def line_search(margins, step_margins, costs, d_Q_a, d_Q_d, squared_norm, t_star
     base, _ = _value_and_slope(0.0, margins, step_margins, costs, d_Q_a, d_Q_d)
     decrease = m1 * squared_norm
     curvature = -m2 * squared_norm
-    # classify(t): 0 = in L and R, 1 = in L \ R with phi' < -m2||d||^2 (too short),
-    #              2 = too long (not in L, or past the minimizer)
-    t = t_start
-    value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
-    in_l = value - base <= -decrease * t
-    if in_l and 0.0 > slope >= curvature:
-        return t, t, 0
+    # one loop with one evaluation of phi: a trial is in L and R (done), too short (in L
+    # with phi' < -m2||d||^2: the new lower end of the bracket) or too long (not in L, or
+    # past the minimizer: the new upper end); the phase says which ends are known:
+    # doubling the lower (step 3), halving the upper (step 9), bisection both (steps 6-8)
+    phase = _FIRST
+    trial = t_start
     lower = 0.0
     upper = 0.0
-    if in_l and slope < curvature:
-        # step 3: double until t in R or t||d|| > delta
-        bracketed = False
-        for _ in range(max_halvings):
-            trial = 2.0 * t
-            if trial > t_high:
-                return t, trial, 1  # step 4: return t/2 of the doubled step
-            value, slope = _value_and_slope(trial, margins, step_margins, costs, d_Q_a,
-                                            d_Q_d)
-            in_l = value - base <= -decrease * trial
-            if in_l and 0.0 > slope >= curvature:
-                return trial, trial, 0  # step 5
-            if not in_l or slope >= 0.0:
-                lower, upper = t, trial  # I = [t/2, t] of the doubled t
-                bracketed = True
-                break
-            t = trial
-        if not bracketed:
-            return t, t, 3
-    else:
-        # step 9: halve until t in L or t||d|| < b (a point of L past the minimizer,
-        # phi'(t) >= 0, is too long like the points of R \ L: halving continues)
-        while True:
-            if 0.5 * t < t_low:
-                # step 11; t is the last trial evaluated (too long): Wolfe's null step
-                return 0.0, t, 2
-            t = 0.5 * t
-            value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
-            in_l = value - base <= -decrease * t
-            if in_l and 0.0 > slope >= curvature:
-                return t, t, 0  # step 10
-            if in_l and slope < curvature:
-                lower, upper = t, 2.0 * t  # I = [t, 2t], step 12
-                break
-    # steps 6-8: bisection of I while t not in L and R
     upper_in_l = False
-    for _ in range(max_halvings):
-        t = 0.5 * (lower + upper)
-        value, slope = _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d)
-        in_l = value - base <= -decrease * t
+    count = 0  # doublings or bisection steps so far
+    while True:
+        value, slope = _value_and_slope(trial, margins, step_margins, costs, d_Q_a, d_Q_d)
+        in_l = value - base <= -decrease * trial
         if in_l and 0.0 > slope >= curvature:
-            return t, t, 0
-        if in_l and slope < curvature:
-            lower = t  # too short: right half
+            return trial, trial, 0  # t in L and R: steps 2, 5, 7 and 10
+        short = in_l and slope < curvature
+        if short:
+            lower = trial
+            if phase == _HALVING:
+                upper = 2.0 * trial  # I = [t, 2t], step 12
         else:
-            upper = t  # too long: left half
+            upper = trial
             upper_in_l = in_l
-    if upper_in_l:
-        # the bracket has shrunk onto a kink where phi' jumps from below -m2||d||^2 to >= 0,
-        # so L and R are disjoint there; the right end is in L with phi' >= -m2||d||^2 (the
-        # conditions of Wolfe's line search): past the kink, its subgradient carries the
-        # kink's hinge term into the next direction
-        return upper, upper, 3
-    return lower, t, 3
+        if phase == _FIRST:
+            phase = _DOUBLING if short else _HALVING
+        elif (phase == _DOUBLING and not short) or (phase == _HALVING and short):
+            # doubling found a long step (I = [t/2, t] of the doubled t), or halving a
+            # short one: bisect I (steps 6-8)
+            phase = _BISECTION
+            count = 0
+            upper_in_l = False
+        if phase == _DOUBLING:
+            # step 3: double until t in R or t||d|| > delta
+            if count == max_halvings:
+                return lower, lower, 3
+            count += 1
+            trial = 2.0 * lower
+            if trial > t_high:
+                return lower, trial, 1  # step 4: return t/2 of the doubled step
+        elif phase == _HALVING:
+            # step 9: halve until t in L or t||d|| < b (a point of L past the minimizer,
+            # phi'(t) >= 0, is too long like the points of R \ L: halving continues)
+            if 0.5 * upper < t_low:
+                # step 11; the last trial evaluated (too long) is Wolfe's null step
+                return 0.0, upper, 2
+            trial = 0.5 * upper
+        elif count < max_halvings:
+            count += 1
+            trial = 0.5 * (lower + upper)
+        elif upper_in_l:
+            # the bracket has shrunk onto a kink where phi' jumps from below -m2||d||^2 to
+            # >= 0, so L and R are disjoint there; the right end is in L with phi' >=
+            # -m2||d||^2 (the conditions of Wolfe's line search): past the kink, its
+            # subgradient carries the kink's hinge term into the next direction
+            return upper, upper, 3
+        else:
+            return lower, trial, 3
 
 
-@numba.njit(cache=True)
 def line_minimizer(margins, step_margins, costs, d_Q_a, d_Q_d, t_guess, max_halvings):
     r"""Minimizer of the convex piecewise quadratic :math:`\varphi` along :math:`d`.
 
@@ -238,15 +250,16 @@ def line_minimizer(margins, step_margins, costs, d_Q_a, d_Q_d, t_guess, max_halv
         right end of the final bracket, where :math:`\varphi' \ge 0` (or the last doubled
         step when :math:`\varphi` still decreases there).
     """
-    _, slope = _value_and_slope(0.0, margins, step_margins, costs, d_Q_a, d_Q_d)
+    # NumPy, not compiled: it runs once per binary problem, for less time than compiling it
+    # takes
+    slope = _slope(0.0, margins, step_margins, costs, d_Q_a, d_Q_d)
     if not slope < 0.0:
         return 0.0
     lower = 0.0
-    upper = t_guess
+    upper = float(t_guess)
     bracketed = False
     for _ in range(max_halvings):
-        _, slope = _value_and_slope(upper, margins, step_margins, costs, d_Q_a, d_Q_d)
-        if slope >= 0.0:
+        if _slope(upper, margins, step_margins, costs, d_Q_a, d_Q_d) >= 0.0:
             bracketed = True
             break
         lower = upper
@@ -255,8 +268,7 @@ def line_minimizer(margins, step_margins, costs, d_Q_a, d_Q_d, t_guess, max_halv
         return lower
     for _ in range(max_halvings):
         middle = 0.5 * (lower + upper)
-        _, slope = _value_and_slope(middle, margins, step_margins, costs, d_Q_a, d_Q_d)
-        if slope < 0.0:
+        if _slope(middle, margins, step_margins, costs, d_Q_a, d_Q_d) < 0.0:
             lower = middle
         else:
             upper = middle

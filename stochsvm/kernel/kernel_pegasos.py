@@ -41,7 +41,7 @@ import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._core.monitor import TrainingMonitor
+from .._core.monitor import TrainingMonitor, chunk_stops
 from ._base import BaseKernelClassifier, check_gram_budget
 
 __all__ = ["KernelPegasosSVC", "KernelPegasosSettings"]
@@ -88,7 +88,10 @@ class KernelPegasosSVC(BaseKernelClassifier):
         Number of epochs (``n_samples`` steps each).
     chunk_size : int, default=256
         Draws per kernel block (fewer when the block would exceed ``max_memory_mb``).
-    kernel_dtype : {"float64", "float32"}, default="float64"
+    kernel_dtype : {"float64", "float32"} or a NumPy float type, default="float64"
+        Storage and computation type of the kernel values: the strings, ``numpy.float32`` /
+        ``numpy.float64`` and their dtypes give the same model. The fitted arrays follow
+        the data (float32 ``X`` gives float32 ``dual_coef_``) whatever this type.
     max_memory_mb : float, default=2048
         Budget for one kernel block, in mebibytes.
     class_weight : dict, "balanced" or None, default=None
@@ -103,6 +106,12 @@ class KernelPegasosSVC(BaseKernelClassifier):
     callback : callable or None, default=None
         Called after every epoch with the record plus ``"coefficients"`` (length
         ``n_samples``).
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -125,7 +134,7 @@ class KernelPegasosSVC(BaseKernelClassifier):
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
                  intercept_scaling=1.0, max_iter=5, chunk_size=256, kernel_dtype="float64",
                  max_memory_mb=2048,
-                 class_weight=None, n_jobs=None, random_state=None, verbose=0, callback=None):
+                 class_weight=None, n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -142,6 +151,7 @@ class KernelPegasosSVC(BaseKernelClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _resolve_parameters(self, n_samples):
         """The fit's :class:`KernelPegasosSettings` (the parameters alone are checked by
@@ -173,9 +183,16 @@ class KernelPegasosSVC(BaseKernelClassifier):
                 block = np.ascontiguousarray(self._kernel_values(X[rows], X[columns]),
                                              dtype=np.float64)
                 column_coefficients = counts[columns] * signs[columns]
-                step = pegasos_chunk(block, np.searchsorted(columns, rows),
-                                     column_coefficients, signs[rows], weights[rows], step,
-                                     regularization)
+                row_columns = np.searchsorted(columns, rows)
+                row_labels, row_weights = signs[rows], weights[rows]
+                # the block's rows in calls of bounded work (Ctrl-C between calls)
+                row_start = 0
+                for row_stop in chunk_stops(len(rows), block.shape[1]):
+                    step = pegasos_chunk(block[row_start:row_stop],
+                                         row_columns[row_start:row_stop], column_coefficients,
+                                         row_labels[row_start:row_stop],
+                                         row_weights[row_start:row_stop], step, regularization)
+                    row_start = row_stop
                 counts[columns] = column_coefficients * signs[columns]
                 start += chunk
             a = counts * signs / (regularization * step)

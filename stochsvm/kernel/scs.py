@@ -102,7 +102,7 @@ when an independent sample disagrees with it:
   stopping or the stall rule holds and :math:`T_k` does not call for a growth (or
   :math:`S_k` holds every sample, or ``max_samples`` of them).
 * :math:`Qv` for the hinge part :math:`v` of each subgradient is updated over the entries
-  of :math:`v` that changed since the last subgradient (:func:`hinge_part`), in
+  of :math:`v` that changed since the last subgradient (:func:`sample_iterations`), in
   :math:`O(\text{changes}\cdot|S_k|)` per iteration instead of
   :math:`O(|\{v\ne0\}|\cdot|S_k|)`.
 * ``history_`` gets one record per iteration, handed over after each chunk (``seconds``
@@ -202,10 +202,11 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.monitor import TrainingMonitor
+from .._core.probability import HeldOutValues
 from .._core.state import ArrayField, IntField
 from ._base import BaseKernelClassifier, check_gram_budget
 from .row_sources import InMemoryRows, is_row_source
-from .scs_adaptive import fit_adaptive
+from .scs_adaptive import CALIBRATION_POINTS, MINIMUM_HELD_OUT, fit_adaptive
 from .scs_every_iteration import fit_every_iteration
 
 __all__ = ["SCSKernelSVC", "SCSSettings"]
@@ -254,6 +255,7 @@ class SCSSettings:
     error_tol: float
     kernel_dtype: str
     max_memory_mb: float
+    calibration_points: int = 0
 
 
 class SCSKernelSVC(BaseKernelClassifier):
@@ -353,7 +355,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         :math:`S_k` raised the accuracy on :math:`T_k` by at most this fraction (by a paired
         upper bound, see the module docstring); more samples could then not raise its
         accuracy by more than about this fraction. 0 leaves the growth to ``sampling_tol``.
-    kernel_dtype : {"auto", "float64", "float32"}, default="auto"
+    kernel_dtype : {"auto", "float64", "float32"} or a NumPy float type, default="auto"
         Storage and computation type of the kernel values. float32 halves the memory of
         :math:`Q^k` and computes kernel rows by a float32 matrix product (about twice as fast
         as float64 on Fashion-MNIST's 784 features, three to four times on 10 features;
@@ -380,6 +382,16 @@ class SCSKernelSVC(BaseKernelClassifier):
         Called after every iteration with the history record plus ``"coefficients"`` and
         ``"indices"`` (the incumbent's coefficients and their training-sample indices);
         returning ``True`` stops the current binary problem.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values are the points of the random permutation after :math:`S_k`
+        (the last validation sample :math:`T_k`, whose kernel rows against :math:`S_k` are
+        already computed, and more up to :math:`\max(|S_k|, 1000)` points), independent of
+        the model; when fewer than 200 are left (:math:`S_k` holds nearly every sample, or
+        ``sampling="every_iteration"``), 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -427,6 +439,8 @@ class SCSKernelSVC(BaseKernelClassifier):
     #: (:mod:`stochsvm.distributed.kernel`)
     _distributed_training = "sampled_rows"
 
+    _calibrates_on_dask = True
+
     _parameter_constraints = {
         "initial_samples": [Interval(Integral, 1, None, closed="left")],
         "samples_per_iter": [Interval(Integral, 1, None, closed="left")],
@@ -449,7 +463,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         "sampling": [StrOptions({"adaptive", "every_iteration"})],
         "sampling_tol": [Interval(Real, 0, None, closed="left")],
         "error_tol": [Interval(Real, 0, 1, closed="both")],
-        "kernel_dtype": [StrOptions({"float64", "float32", "auto"}), type],
+        "kernel_dtype": [StrOptions({"float64", "float32", "auto"}), type, np.dtype],
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
@@ -460,7 +474,7 @@ class SCSKernelSVC(BaseKernelClassifier):
                  stall_tol=1e-3, sampling="adaptive", sampling_tol=1e-2, error_tol=5e-3,
                  kernel_dtype="auto", max_memory_mb=4096,
                  class_weight=None, n_jobs=None, random_state=None,
-                 verbose=0, callback=None):
+                 verbose=0, callback=None, probability=False):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -496,6 +510,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     # ----------------------------------------------------------------------------------
     def _automatic_kernel_dtype(self, n_samples):
@@ -554,7 +569,8 @@ class SCSKernelSVC(BaseKernelClassifier):
             patience=None if self.n_iter_no_change is None else int(self.n_iter_no_change),
             stall_tol=float(self.stall_tol), sampling=self.sampling,
             sampling_tol=float(self.sampling_tol), error_tol=float(self.error_tol),
-            kernel_dtype=self._kernel_dtype, max_memory_mb=self._max_memory_mb)
+            kernel_dtype=self._kernel_dtype, max_memory_mb=self._max_memory_mb,
+            calibration_points=CALIBRATION_POINTS if self.probability else 0)
 
     # ----------------------------------------------------------------------------------
     def _fit_binary(self, settings, X, signs, weights, rng, index):
@@ -590,7 +606,34 @@ class SCSKernelSVC(BaseKernelClassifier):
         self
         """
         super().fit(X, y, sample_weight)
+        if hasattr(X, "__dask_graph__"):
+            # the in-memory fit calibrates at its end; the dask fit here, from T_k
+            self._calibrate(None, None, None)
         self.sample_size_ = np.asarray([extra["sample_size"] for extra in self._problem_extras])
         self.sample_capacity_ = int(self._problem_extras[0]["sample_capacity"])
         del self._problem_extras
         return self
+
+    def _held_out_values(self, X, y, sample_weight):
+        """Decision values of the points of each problem's permutation after :math:`S_k`
+        (independent of the model), when at least ``MINIMUM_HELD_OUT`` of them are left;
+        otherwise (``X`` in memory) the cross-validated values of the base class."""
+        held_out = [extra.get("held_out") for extra in self._problem_extras]
+        if all(part is not None and len(part["indices"]) >= MINIMUM_HELD_OUT
+               for part in held_out):
+            if X is None:  # dask input: labels and weights came with the rows
+                return [HeldOutValues(part["values"], part["signs"], part["weights"],
+                                      part["indices"]) for part in held_out]
+            weights = (np.ones(len(y)) if sample_weight is None
+                       else np.asarray(sample_weight, dtype=np.float64))
+            return [HeldOutValues(part["values"],
+                                  np.where(y[part["indices"]] == label, 1.0, -1.0),
+                                  weights[part["indices"]], part["indices"])
+                    for part, label in zip(held_out, self._positive_labels())]
+        if X is None:
+            raise ValueError(
+                f"SCSKernelSVC(probability=True) on dask input calibrates on the points "
+                f"outside S_k, and fewer than {MINIMUM_HELD_OUT} were left: S_k holds nearly "
+                "every sample. Fit in memory (cross-validated calibration) or lower "
+                "max_samples.")
+        return super()._held_out_values(X, y, sample_weight)

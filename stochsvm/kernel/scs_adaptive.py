@@ -33,6 +33,7 @@ from .scs_iterations import (
     EVENT_CONVERGED,
     EVENT_STALLED,
     FRESH,
+    INITIAL,
     N_RECORDS,
     N_SETTINGS,
     N_STATE,
@@ -53,17 +54,25 @@ from .scs_iterations import (
     Iterate,
     mirror_rows,
     sample_iterations,
-    subgradient_at,
     widen,
 )
 
-__all__ = ["CHUNK_WORK", "fit_adaptive", "grow", "problem_result", "test_size",
+__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "fit_adaptive", "grow",
+           "held_out_values", "problem_result", "test_size",
            "validation_test"]
 
 #: the most multiply-adds of Q^k a chunk of compiled iterations may do (an iteration reads
 #: at most |S_k|^2 entries): about 0.05 s, so that a fit stops within a fraction of a second
 #: of Ctrl-C whatever max_iter and n_iter_no_change are
 CHUNK_WORK = 5e7
+
+
+#: ``probability=True``: held-out points scored after the fit (at least |S_k| of them), and
+#: the fewest for which they are used instead of cross-validation
+CALIBRATION_POINTS = 1000
+MINIMUM_HELD_OUT = 200
+#: bound on one block of held-out kernel rows
+HELD_OUT_BLOCK_BYTES = 64 * 2**20
 
 
 def fit_adaptive(settings, kernel, source, rng, index, monitor):
@@ -105,11 +114,15 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     iterate = Iterate(*np.zeros((6, capacity)))
     a, q_a, d, q_d, hinge, q_hinge = iterate
     work = np.zeros((N_WORK, capacity))
-    # Alg. 1 step 4: d_0 = -g_0 at a = 0, and the unit of the radii (first step length)
+    # Alg. 1 step 4: d_0 = -g_0 at a = 0 (written by the compiled iterations), and the unit
+    # of the radii (first step length)
+    metric = np.zeros(N_SETTINGS)
+    metric[EUCLIDEAN] = 1.0 if euclidean else 0.0
+    first_direction = np.zeros(N_STATE)
+    first_direction[[FRESH, INITIAL]] = 1.0
+    sample_iterations(gram, size, labels, costs, iterate, work, metric, first_direction,
+                      np.zeros((1, N_RECORDS)), 0, 0)
     g, q_g = work[2], work[3]
-    subgradient_at(gram, size, labels, costs, a, q_a, hinge, q_hinge, True, euclidean,
-                   g, q_g)
-    d[:size], q_d[:size] = -g[:size], -q_g[:size]
     squared = float(g[:size] @ (g[:size] if euclidean else q_g[:size]))
     norm = np.sqrt(max(squared, 0.0))
     scale = first_step_length(labels[:size] * q_a[:size], labels[:size] * q_d[:size],
@@ -207,10 +220,44 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
             converged = event == EVENT_CONVERGED
             stalled = event == EVENT_STALLED
             break
-    return problem_result(
+    result = problem_result(
         settings, index, n, order, a, size, capacity, iteration, int(state[ACCEPTED_STEPS]),
         converged, stalled, monitor, state[NORM], state[DELTA], scale,
         records[max(iteration - 1, 0), RECORD_OBJECTIVE])
+    if settings.calibration_points:
+        result[3]["held_out"] = held_out_values(
+            settings, kernel, source, order, size, tested, gram, sample_rows, a, labels,
+            sample_weights)
+    return result
+
+
+def held_out_values(settings, kernel, source, order, size, tested, gram, sample_rows, a,
+                    labels, sample_weights):
+    r"""Decision values of the final model on points it did not train on, for
+    ``probability=True``: the points of the permutation after :math:`S_k`, independent of
+    :math:`S_k`. The first are the last :math:`T_k` (``tested`` points), whose kernel rows
+    against :math:`S_k` already sit below :math:`Q^k` in ``gram``; more follow, up to
+    :math:`\max(|S_k|,` ``settings.calibration_points``:math:`)` points, each one kernel row
+    against :math:`S_k` (computed in blocks of at most ``HELD_OUT_BLOCK_BYTES``).
+
+    Returns a dict of ``indices`` (training positions), ``values``, ``signs`` and
+    ``weights`` (as the row source gave them)."""
+    n = source.shape[0]
+    count = min(n - size, max(size, settings.calibration_points))
+    known = min(tested, count)
+    values, signs, weights = np.empty(count), np.empty(count), np.empty(count)
+    coefficients = a[:size]
+    values[:known] = gram[size:size + known, :size] @ coefficients
+    signs[:known] = labels[size:size + known]
+    weights[:known] = sample_weights[size:size + known]
+    block = max(1, int(HELD_OUT_BLOCK_BYTES // (8 * max(size, 1))))
+    for start in range(known, count, block):
+        stop = min(count, start + block)
+        rows, signs[start:stop], weights[start:stop] = source.take_rows(
+            order[size + start:size + stop])
+        values[start:stop] = kernel(rows, sample_rows) @ coefficients
+    return {"indices": order[size:size + count], "values": values, "signs": signs,
+            "weights": weights}
 
 
 def problem_result(settings, index, n, order, a, size, capacity, iteration, accepted_steps,

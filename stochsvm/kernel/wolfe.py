@@ -82,7 +82,10 @@ class WolfeKernelSVC(BaseKernelClassifier):
     sufficient_decrease, curvature : float, default=0.4, 0.3
         :math:`m_1 > m_2` of the line search.
     metric : {"rkhs", "euclidean"}, default="rkhs"
-    kernel_dtype : {"float64", "float32"}, default="float64"
+    kernel_dtype : {"float64", "float32"} or a NumPy float type, default="float64"
+        Storage and computation type of the kernel values: the strings, ``numpy.float32`` /
+        ``numpy.float64`` and their dtypes give the same model. The fitted arrays follow
+        the data (float32 ``X`` gives float32 ``dual_coef_``) whatever this type.
     max_memory_mb : float, default=2048
         Budget for the full kernel matrix, in mebibytes.
     class_weight : dict, "balanced" or None, default=None
@@ -97,6 +100,12 @@ class WolfeKernelSVC(BaseKernelClassifier):
     verbose : int, default=0
     callback : callable or None, default=None
         Called after every iteration with the record plus ``"coefficients"``.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -127,7 +136,7 @@ class WolfeKernelSVC(BaseKernelClassifier):
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
                  intercept_scaling=1.0, tol=1e-4, max_iter=1000, sufficient_decrease=0.4,
                  curvature=0.3, metric="rkhs", kernel_dtype="float64", max_memory_mb=2048,
-                 class_weight=None, n_jobs=None, random_state=None, verbose=0, callback=None):
+                 class_weight=None, n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -147,6 +156,7 @@ class WolfeKernelSVC(BaseKernelClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _resolve_parameters(self, n_samples):
         """The fit's :class:`WolfeSettings`, after the rule between the two line-search

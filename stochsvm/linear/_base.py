@@ -40,18 +40,17 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.losses import MARGIN_LOSSES, get_margin_loss
 from .._core.monitor import TrainingMonitor, sparsest_accepted
 from .._core.penalties import get_penalty
+from .._core.precision import float64_product, float64_transposed_product
 from .._core.state import ArrayField, FloatField, IntField, SolverStateField
 from .._core.validation import (
     check_at_least_two_classes,
@@ -137,26 +136,15 @@ def linear_objective(X, y_signed, weights, coef, intercept, loss, penalty, alpha
 def _scores(X, coef, block_bytes=1 << 20):
     """``X @ coef`` in float64 (``coef`` a vector or a matrix of columns).
 
-    Float32 dense input is multiplied in blocks of rows (each block cast to float64, about
-    ``block_bytes`` at a time) so that scoring never copies all of ``X`` to float64.
+    Float32 input (dense or CSR) is multiplied in blocks of rows (each block cast to float64,
+    about ``block_bytes`` at a time) so that scoring never copies all of ``X`` to float64.
     """
-    if sp.issparse(X) or X.dtype == np.float64 or X.shape[0] == 0:
-        return np.asarray(X @ coef, dtype=np.float64)
-    rows = max(1, block_bytes // max(1, 8 * X.shape[1]))
-    return np.concatenate([np.asarray(X[start:start + rows], dtype=np.float64) @ coef
-                           for start in range(0, X.shape[0], rows)])
+    return float64_product(X, coef, block_bytes)
 
 
 def _transposed_product(X, vector, block_bytes=1 << 20):
-    """``X.T @ vector`` in float64, by blocks of rows for float32 dense ``X`` (as
-    :func:`_scores`)."""
-    if sp.issparse(X) or X.dtype == np.float64:
-        return np.asarray(X.T @ vector, dtype=np.float64).ravel()
-    rows = max(1, block_bytes // max(1, 8 * X.shape[1]))
-    total = np.zeros(X.shape[1])
-    for start in range(0, X.shape[0], rows):
-        total += np.asarray(X[start:start + rows], dtype=np.float64).T @ vector[start:start + rows]
-    return total
+    """``X.T @ vector`` in float64, by blocks of rows for float32 ``X`` (as :func:`_scores`)."""
+    return float64_transposed_product(X, vector, block_bytes)
 
 
 class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
@@ -304,6 +292,9 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         else:
             states = [self._new_state(X.shape[1], resolved) for _ in problems]
         self._train(X, problems, states, weights, resolved, resolved["max_iter"], warn=True)
+        self._calibrate(X, y, None if sample_weight is None else check_sample_weight(
+            sample_weight, X.shape[0]))
+        self._keep_input_precision(X.dtype)
         return self
 
     def _sample_weights(self, X, y, sample_weight, for_partial_fit):
@@ -569,6 +560,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         -------
         self
         """
+        self._refuse_partial_fit_probability()
         resolved = self._settings()
         first_call = getattr(self, "_states", None) is None or not hasattr(self, "classes_")
         X, y = validate_training_data(self, X, y, reset=first_call)
@@ -598,6 +590,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
             # a copy: the old state must survive a call that fails or is interrupted
             states = copy.deepcopy(self._states)
         self._train(X, problems, states, weights, resolved, 1, warn=False)
+        self._keep_input_precision(X.dtype)
         return self
 
     # ------------------------------------------------------------------ evaluation
@@ -606,7 +599,8 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         """Signed distance to the hyperplane, ``X @ coef_.T + intercept_``.
 
         Returns an array of shape (n_samples,) for two classes, (n_samples, n_classes)
-        otherwise.
+        otherwise. A model fitted on float32 data scores float32 ``X`` in float32; any other
+        combination gives float64 (the promoted type, as in scikit-learn).
         """
         check_is_fitted(self)
         X = validate_prediction_data(self, X)
@@ -614,48 +608,11 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         scores = np.asarray(scores)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
-    def _has_log_loss(self):
+    def _has_native_probabilities(self):
+        r"""The log loss is a probability model: :meth:`predict_proba` is the logistic model
+        :math:`\sigma(w^\top x + b)` (normalised over one-vs-rest problems, as
+        scikit-learn's ``SGDClassifier`` does) without ``probability=True``."""
         return self.loss == "log_loss"
-
-    @available_if(_has_log_loss)
-    @dask_input
-    def predict_proba(self, X):
-        r"""Class probabilities of the logistic model (``loss="log_loss"`` only).
-
-        Two classes: :math:`P(y = \text{classes\_}[1] \mid x) = \sigma(w^\top x + b)`.
-        More classes: the one-vs-rest probabilities :math:`\sigma(f_k(x))` normalized to sum
-        to one, as scikit-learn's ``SGDClassifier`` does. For the hinge losses use
-        :class:`sklearn.calibration.CalibratedClassifierCV` around the estimator.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            positive = expit(scores)
-            return np.column_stack((1.0 - positive, positive))
-        probabilities = expit(scores)
-        totals = probabilities.sum(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            probabilities = np.where(totals > 0, probabilities / totals,
-                                     1.0 / probabilities.shape[1])
-        return probabilities
-
-    @available_if(_has_log_loss)
-    @dask_input
-    def predict_log_proba(self, X):
-        r"""Logarithm of :meth:`predict_proba` (``loss="log_loss"`` only), computed without
-        underflow: :math:`\log\sigma(s) = -\log(1 + e^{-s})`."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack((-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)))
-        log_sigmoids = -np.logaddexp(0.0, -scores)
-        return log_sigmoids - logsumexp(log_sigmoids, axis=1, keepdims=True)
 
     def objective(self, X, y, sample_weight=None):
         r"""Training objective :math:`F(w, b)` of the fitted model on ``(X, y)``.

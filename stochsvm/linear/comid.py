@@ -76,6 +76,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._core.losses import margin_loss
+from .._core.monitor import chunk_stops, row_work
 from .._core.penalties import prox_scalar
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
@@ -95,6 +96,10 @@ _NO_AVERAGE = np.iinfo(np.int64).max
 # ``Literal[int](0)`` where the compiled loop passes it on, and numba would compile ``_flush``
 # and ``_block_full`` once more for that literal besides the ``int64`` specialization
 _ZERO = np.int64(0)
+# positions in the ``progress`` array of a pass, carried from one call of the compiled loop to
+# the next (a pass runs in calls of bounded work): the running loss sum, the first step of
+# the current block, the steps taken in it, 1.0 in the last call of the pass
+_LOSS_SUM, _BLOCK_START, _NOW, _LAST_CALL = range(4)
 
 #: Scalar settings of one call of :func:`_comid_epoch_dense` / :func:`_comid_epoch_sparse`:
 #: the step size :math:`\eta_t = \eta_0 / t^p` (``eta0``, ``power_t``), the penalty
@@ -238,20 +243,21 @@ def _block_full(history, now):
 
 
 @numba.njit(cache=True)
-def _comid_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, settings):
-    """One pass of Comid over the rows ``order`` of a dense ``X``; returns the loss sum.
+def _comid_epoch_dense(X, all_indices, y, weights, order, state, progress, settings):
+    """The steps of a pass of Comid over the rows ``order`` of a dense ``X``, one call of the
+    pass; returns the loss sum of the pass so far.
 
-    ``state`` is a :data:`ComidArrays`, updated in place, ``samples_seen`` the steps taken
-    before the pass and ``settings`` a :data:`ComidSettings`. ``all_indices`` is
-    ``np.arange(X.shape[1])``, made by the caller: ``np.arange`` compiled here costs about
-    0.2 s of a cold first fit.
+    ``state`` is a :data:`ComidArrays`, updated in place, ``progress`` the pass's
+    (``_LOSS_SUM``, ..., carried from call to call; the block of the pass's first call starts
+    at the steps taken before the pass, its history reset by the caller) and ``settings`` a
+    :data:`ComidSettings`. ``all_indices`` is ``np.arange(X.shape[1])``, made by the caller:
+    ``np.arange`` compiled here costs about 0.2 s of a cold first fit.
     """
     average_start = settings.average_start
     w, w_sum, last, scalars, history = state
-    block_start = samples_seen
-    now = _ZERO
-    _reset_history(history)
-    loss_sum = 0.0
+    block_start = np.int64(progress[_BLOCK_START])
+    now = np.int64(progress[_NOW])
+    loss_sum = progress[_LOSS_SUM]
     for i in order:
         if _block_full(history, now):
             block_start = _flush(now, w, w_sum, last, history, block_start, average_start)
@@ -259,20 +265,22 @@ def _comid_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, s
         loss_sum += _comid_step(all_indices, X[i], y[i], weights[i], w, w_sum, last, scalars,
                                 history, block_start, now, settings)
         now += 1
-    _flush(now, w, w_sum, last, history, block_start, average_start)
+    if progress[_LAST_CALL] > 0.0:
+        _flush(now, w, w_sum, last, history, block_start, average_start)
+    progress[_BLOCK_START] = block_start
+    progress[_NOW] = now
+    progress[_LOSS_SUM] = loss_sum
     return loss_sum
 
 
 @numba.njit(cache=True)
-def _comid_epoch_sparse(data, indices, indptr, y, weights, order, state, samples_seen,
-                        settings):
+def _comid_epoch_sparse(data, indices, indptr, y, weights, order, state, progress, settings):
     """:func:`_comid_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
     average_start = settings.average_start
     w, w_sum, last, scalars, history = state
-    block_start = samples_seen
-    now = _ZERO
-    _reset_history(history)
-    loss_sum = 0.0
+    block_start = np.int64(progress[_BLOCK_START])
+    now = np.int64(progress[_NOW])
+    loss_sum = progress[_LOSS_SUM]
     for i in order:
         if _block_full(history, now):
             block_start = _flush(now, w, w_sum, last, history, block_start, average_start)
@@ -281,8 +289,12 @@ def _comid_epoch_sparse(data, indices, indptr, y, weights, order, state, samples
         loss_sum += _comid_step(indices[low:high], data[low:high], y[i], weights[i], w, w_sum,
                                 last, scalars, history, block_start, now, settings)
         now += 1
-    # bring every coordinate up to date so the state is exact at the end of the pass
-    _flush(now, w, w_sum, last, history, block_start, average_start)
+    if progress[_LAST_CALL] > 0.0:
+        # bring every coordinate up to date so the state is exact at the end of the pass
+        _flush(now, w, w_sum, last, history, block_start, average_start)
+    progress[_BLOCK_START] = block_start
+    progress[_NOW] = now
+    progress[_LOSS_SUM] = loss_sum
     return loss_sum
 
 
@@ -349,6 +361,13 @@ class ComidClassifier(BaseStochasticLinearClassifier):
     callback : callable, default=None
         Called after each epoch with the history record plus ``coef`` and ``intercept``;
         returning ``True`` stops training.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -392,7 +411,7 @@ class ComidClassifier(BaseStochasticLinearClassifier):
     def __init__(self, penalty="l1", alpha=1e-4, eta0=0.5, power_t=0.5, l1_ratio=0.15,
                  loss="hinge", fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10,
                  shuffle=True, average=False, class_weight=None, warm_start=False,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.penalty = penalty
         self.alpha = alpha
         self.eta0 = eta0
@@ -411,6 +430,7 @@ class ComidClassifier(BaseStochasticLinearClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     # ------------------------------------------------------------------ hooks
     def _resolve_parameters(self):
@@ -442,11 +462,22 @@ class ComidClassifier(BaseStochasticLinearClassifier):
             loss_code=resolved["loss"].code, loss_parameter=float(resolved["loss_parameter"]))
         arrays = ComidArrays(state["w"], state["w_sum"], state["last"], state["scalars"],
                              state["history"])
-        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
+        # the pass in calls of bounded work (Ctrl-C between calls), a new block at its start
+        history = state["history"]
+        history[:, 0] = 0.0
+        history[_PRODUCT, 0] = 1.0
+        progress = np.zeros(_LAST_CALL + 1)
+        progress[_BLOCK_START] = state["samples_seen"]
         if is_sparse(X):
-            loss_sum = _comid_epoch_sparse(*as_csr_arrays(X), *arguments)
+            loop, data = _comid_epoch_sparse, as_csr_arrays(X)
         else:
-            loss_sum = _comid_epoch_dense(X, np.arange(X.shape[1]), *arguments)
+            loop, data = _comid_epoch_dense, (X, np.arange(X.shape[1]))
+        start = 0
+        for stop in chunk_stops(len(order), row_work(X)):
+            progress[_LAST_CALL] = 1.0 if stop == len(order) else 0.0
+            loop(*data, y, weights, order[start:stop], arrays, progress, settings)
+            start = stop
+        loss_sum = float(progress[_LOSS_SUM])
         state["samples_seen"] += len(order)
         last_step = resolved["eta0"] / float(state["samples_seen"]) ** resolved["power_t"]
         return {"loss_sum": loss_sum, "step_size": last_step}

@@ -73,6 +73,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.losses import margin_loss
+from .._core.monitor import chunk_stops, row_work
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
 __all__ = ["PegasosClassifier"]
@@ -199,18 +200,21 @@ def _finish_batch(v, average_sum, scalars, counters, settings, counted):
 
 
 @numba.njit(cache=True)
-def _pegasos_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, settings):
-    """One pass of mini-batch Pegasos over the rows ``order`` of a dense ``X``.
+def _pegasos_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, settings,
+                         loss_sum):
+    """Mini-batch Pegasos over the rows ``order`` of a dense ``X``: one call of a pass (its
+    mini-batches start at the start of ``order``; a pass runs in calls of whole mini-batches
+    and bounded work).
 
     ``state`` is a :data:`PegasosArrays`, updated in place, ``samples_seen`` the samples seen
-    before the pass and ``settings`` a :data:`PegasosSettings`; returns the weighted loss
-    sum. ``all_indices`` is ``np.arange(X.shape[1])`` and ``state.amounts`` a buffer of
+    before the call, ``settings`` a :data:`PegasosSettings` and ``loss_sum`` the weighted loss
+    sum of the pass before the call; returns it after the call.
+    ``all_indices`` is ``np.arange(X.shape[1])`` and ``state.amounts`` a buffer of
     ``batch_size`` floats, both made by the caller: ``np.arange`` and ``np.zeros`` compiled
     here cost about 0.3 s of a cold first fit.
     """
     v, average_sum, scalars, counters, amounts = state
     alpha, batch_size = settings.alpha, settings.batch_size
-    loss_sum = 0.0
     n_samples = order.shape[0]
     for start in range(0, n_samples, batch_size):
         stop = min(start + batch_size, n_samples)
@@ -238,11 +242,10 @@ def _pegasos_epoch_dense(X, all_indices, y, weights, order, state, samples_seen,
 
 @numba.njit(cache=True)
 def _pegasos_epoch_sparse(data, indices, indptr, y, weights, order, state, samples_seen,
-                          settings):
+                          settings, loss_sum):
     """:func:`_pegasos_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
     v, average_sum, scalars, counters, amounts = state
     alpha, batch_size = settings.alpha, settings.batch_size
-    loss_sum = 0.0
     n_samples = order.shape[0]
     for start in range(0, n_samples, batch_size):
         stop = min(start + batch_size, n_samples)
@@ -339,6 +342,13 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
     callback : callable, default=None
         Called after each epoch with the history record plus ``coef`` and ``intercept``;
         returning ``True`` stops training.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -385,7 +395,7 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
     def __init__(self, penalty="l2", alpha=1e-4, batch_size=1, t0="auto", projection=True,
                  l1_ratio=0.15, loss="hinge", fit_intercept=True, max_iter=1000, tol=1e-3,
                  n_iter_no_change=10, shuffle=True, average=False, class_weight=None,
-                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None):
+                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.penalty = penalty
         self.alpha = alpha
         self.batch_size = batch_size
@@ -405,6 +415,7 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     # ------------------------------------------------------------------ hooks
     def _resolve_parameters(self):
@@ -459,11 +470,20 @@ class PegasosClassifier(BaseStochasticLinearClassifier):
             loss_code=resolved["loss"].code, loss_parameter=float(resolved["loss_parameter"]))
         arrays = PegasosArrays(v, state["average_sum"], state["scalars"], state["counters"],
                                np.zeros(resolved["batch_size"]))
-        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
+        # the pass in calls of whole mini-batches and bounded work (Ctrl-C between calls)
+        loss_sum = 0.0
         if is_sparse(X):
-            loss_sum = _pegasos_epoch_sparse(*as_csr_arrays(X), *arguments)
+            loop, data = _pegasos_epoch_sparse, as_csr_arrays(X)
         else:
-            loss_sum = _pegasos_epoch_dense(X, np.arange(X.shape[1]), *arguments)
+            loop, data = _pegasos_epoch_dense, (X, np.arange(X.shape[1]))
+        batch_size = resolved["batch_size"]
+        n_batches = -(-len(order) // batch_size)
+        start = 0
+        for stop in chunk_stops(n_batches, batch_size * row_work(X)):
+            stop = min(stop * batch_size, len(order))
+            loss_sum = loop(*data, y, weights, order[start:stop], arrays,
+                            int(state["samples_seen"]) + start, settings, loss_sum)
+            start = stop
         state["samples_seen"] += len(order)
         last_step = 1.0 / (resolved["alpha"] * (state["counters"][_BATCHES_DONE] - 1
                                                 + resolved["t0"]))

@@ -55,6 +55,14 @@ loop equals the eager one up to rounding (tests compare both with a NumPy transc
 An SCV moment, or a nonzero correction with an l1 part, makes every coordinate's step depend
 on the iterate in a way without a short closed form; those calls run the eager loop.
 :func:`prox_steps_sparse` picks the cheapest exact loop.
+
+*Calls of bounded work.* :func:`run_prox_steps` runs the steps of a pass in calls of at most
+:data:`~stochsvm._core.monitor.CHUNK_WORK` multiply-adds (Ctrl-C is handled between calls).
+What a loop keeps from one step to the next outside the state arrays travels in a
+``progress`` array (:func:`new_progress`): the running loss sum, the steps done and the
+length of the pass, the scalars of the scaled loop; the lazy loop's step records and tables
+are made once per pass. A loop finishes the pass (the last fold or catch-up, the gradient of
+the last step) in the last call only, so the calls run the arithmetic of one call.
 """
 
 from __future__ import annotations
@@ -65,6 +73,7 @@ import numba
 import numpy as np
 
 from .._core.losses import margin_loss
+from .._core.monitor import SPARSE_VALUE_WORK, chunk_stops
 from .._core.penalties import lazy_prox, lazy_prox_sum, prox_power_tables
 
 __all__ = [
@@ -81,8 +90,10 @@ __all__ = [
     "apply_step",
     "eager_prox_steps_sparse",
     "lazy_prox_steps_sparse",
+    "new_progress",
     "prox_steps_dense",
     "prox_steps_sparse",
+    "run_prox_steps",
     "scaled_prox_steps_sparse",
 ]
 
@@ -91,6 +102,12 @@ __all__ = [
 INTERCEPT, INTERCEPT_SUM, AVERAGED_COUNT, STEPS = range(4)
 #: ``average_start`` of a call whose iterates are not averaged
 NO_AVERAGE = np.iinfo(np.int64).max
+#: positions in the ``progress`` array of a pass (module docstring, *Calls of bounded work*):
+#: the running loss sum, the steps of the pass done before the call and in the whole pass,
+#: 1.0 in the last call of the pass, the first averaged step of the pass (lazy loop, 1-based)
+#: and the scalars a, beta, A, B of the scaled loop
+(LOSS_SUM, DONE, PASS_STEPS, LAST_CALL, FIRST_COUNTED, SCALE, DRIFT, SCALE_TOTAL,
+ DRIFT_TOTAL) = range(9)
 
 #: Scalar settings of one call: the step :math:`\eta` (``step``), the prox strength
 #: :math:`\eta\alpha` (``strength``), the penalty mix :math:`\rho` (``l1_ratio``),
@@ -221,17 +238,19 @@ def apply_step(batch_size, correction, moment, moment_scale, state, settings):
 # eager loops: every coordinate at every step
 # --------------------------------------------------------------------------------------
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def prox_steps_dense(X, y, batches, scales, controls, state, settings):
-    """One step per row of ``batches`` on a dense ``X``; returns the sum of scaled losses.
+def eager_prox_steps_dense(X, y, batches, scales, controls, state, settings, progress):
+    """One step per row of ``batches`` on a dense ``X``; returns the sum of scaled losses of
+    the pass so far (``progress[LOSS_SUM]``, updated).
 
     ``scales`` holds :math:`c` per draw (shaped like ``batches``), ``controls`` is a
-    :class:`StepControls`, ``state`` an :class:`IterateState` (updated in place) and
-    ``settings`` a :class:`StepSettings`. Compiled with re-association allowed so the row
-    passes vectorize: results agree with the CSR loops to rounding, not bit for bit.
+    :class:`StepControls`, ``state`` an :class:`IterateState` (updated in place),
+    ``settings`` a :class:`StepSettings` and ``progress`` the pass's (:func:`new_progress`).
+    Compiled with re-association allowed so the row passes vectorize: results agree with the
+    CSR loops to rounding, not bit for bit.
     """
     control_constants, control_slopes, correction, moment, moment_scale = controls
     coef, scalars, buffer = state.coef, state.scalars, state.buffer
-    loss_sum = 0.0
+    loss_sum = progress[LOSS_SUM]
     batch_size = batches.shape[1]
     for t in range(batches.shape[0]):
         for q in range(batch_size):
@@ -240,18 +259,19 @@ def prox_steps_dense(X, y, batches, scales, controls, state, settings):
                                              control_constants[t, q], control_slopes[t, q],
                                              coef, scalars[INTERCEPT], buffer, settings)
         apply_step(batch_size, correction, moment, moment_scale, state, settings)
+    progress[LOSS_SUM] = loss_sum
     return loss_sum
 
 
 @numba.njit(cache=True)
 def eager_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls, state,
-                            settings):
-    """:func:`prox_steps_dense` for a CSR matrix given as ``data, indices, indptr``: the
-    eager loop (every coordinate at every step); :func:`prox_steps_sparse` runs the lazy
+                            settings, progress):
+    """:func:`eager_prox_steps_dense` for a CSR matrix given as ``data, indices, indptr``:
+    the eager loop (every coordinate at every step); :func:`prox_steps_sparse` runs the lazy
     loops where they apply."""
     control_constants, control_slopes, correction, moment, moment_scale = controls
     coef, scalars, buffer = state.coef, state.scalars, state.buffer
-    loss_sum = 0.0
+    loss_sum = progress[LOSS_SUM]
     batch_size = batches.shape[1]
     for t in range(batches.shape[0]):
         for q in range(batch_size):
@@ -261,6 +281,7 @@ def eager_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls,
                                        control_constants[t, q], control_slopes[t, q], coef,
                                        scalars[INTERCEPT], buffer, settings)
         apply_step(batch_size, correction, moment, moment_scale, state, settings)
+    progress[LOSS_SUM] = loss_sum
     return loss_sum
 
 
@@ -297,7 +318,7 @@ def _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_tot
 
 @numba.njit(cache=True)
 def scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls, state,
-                             settings):
+                             settings, progress):
     r""":func:`eager_prox_steps_sparse` for the l2 penalty without an SCV moment, in O(nnz) a
     step (same arguments; ``state.buffer`` and ``state.moment_buffer`` are not used).
 
@@ -311,7 +332,8 @@ def scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls
     :math:`s`) with :math:`A = \sum a_t`, :math:`B = \sum \beta_t` over the counted steps; a
     change :math:`\delta` of :math:`u_j` is compensated by :math:`s_j \mathrel{-}= A\,\delta`
     (the averaged-SGD bookkeeping of Xu 2011, as in Pegasos here). Both are folded back
-    (:func:`_fold_scale`) when :math:`a < 10^{-3}` and at the end of the call.
+    (:func:`_fold_scale`) when :math:`a < 10^{-3}` and at the end of the pass (the scalars
+    travel in ``progress`` between the calls of a pass).
     """
     control_constants, control_slopes, correction = (controls.control_constants,
                                                      controls.control_slopes,
@@ -332,11 +354,12 @@ def scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls
             drifting = True
             break
     factors = np.zeros(batch_size)
-    scale = 1.0  # a
-    drift = 0.0  # beta
-    scale_total = 0.0  # A
-    drift_total = 0.0  # B
-    loss_sum = 0.0
+    scale = progress[SCALE]  # a
+    drift = progress[DRIFT]  # beta
+    scale_total = progress[SCALE_TOTAL]  # A
+    drift_total = progress[DRIFT_TOTAL]  # B
+    loss_sum = progress[LOSS_SUM]
+    last_call = progress[LAST_CALL] > 0.0
     for t in range(1, n_steps + 1):
         row_of_batches = t - 1
         intercept = scalars[INTERCEPT]
@@ -391,7 +414,7 @@ def scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls
             drift_total += drift
             scalars[INTERCEPT_SUM] += scalars[INTERCEPT]
             scalars[AVERAGED_COUNT] += 1.0
-        if t == n_steps:
+        if t == n_steps and last_call:
             # the gradient of the last step (the diagnostic of Fig. 6): v plus its batch part
             for j in range(n_features):
                 gradient[j] = correction[j]
@@ -404,7 +427,14 @@ def scaled_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls
         if scale < _SMALLEST_SCALE:
             _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total)
             scale, drift, scale_total, drift_total = 1.0, 0.0, 0.0, 0.0
-    _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total)
+    if last_call:
+        _fold_scale(coef, coef_sum, correction, scale, drift, scale_total, drift_total)
+        scale, drift, scale_total, drift_total = 1.0, 0.0, 0.0, 0.0
+    progress[SCALE] = scale
+    progress[DRIFT] = drift
+    progress[SCALE_TOTAL] = scale_total
+    progress[DRIFT_TOTAL] = drift_total
+    progress[LOSS_SUM] = loss_sum
     return loss_sum
 
 
@@ -434,15 +464,18 @@ def _catch_up(j, now, coef, coef_sum, last, correction, step, first_counted, tab
 
 @numba.njit(cache=True)
 def lazy_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls, state,
-                           settings):
+                           settings, progress, last, tables):
     """:func:`eager_prox_steps_sparse` with lazy ("just-in-time") prox steps (module
-    docstring), for a penalty with an l1 part and a zero correction (same arguments;
-    ``state.moment_buffer`` is not used).
+    docstring), for a penalty with an l1 part and a zero correction (same arguments, then
+    the pass's ``last`` and ``tables``, :func:`new_progress`; ``state.moment_buffer`` is not
+    used).
 
-    Local step ``t = 1, ..., T`` of the call is global step ``scalars[STEPS] + t``; it is
-    averaged when ``(global step) * batch_size > average_start``, as in :func:`apply_step`.
-    ``last[j]`` is the local step through which ``coef[j]`` is current. Returns the sum of
-    scaled losses.
+    Step ``t = 1, ..., T`` of the pass (``T = progress[PASS_STEPS]``; the call's first is
+    ``progress[DONE] + 1``) is global step ``t`` plus the steps before the pass; it is
+    averaged from ``progress[FIRST_COUNTED]`` on, when ``(global step) * batch_size >
+    average_start`` as in :func:`apply_step`. ``last[j]`` is the step of the pass through
+    which ``coef[j]`` is current, ``tables`` the :class:`LazyProxTables` of the pass. Returns
+    the sum of scaled losses of the pass so far.
     """
     control_constants, control_slopes, correction = (controls.control_constants,
                                                      controls.control_slopes,
@@ -452,21 +485,17 @@ def lazy_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls, 
     step, strength, l1_ratio = settings.step, settings.strength, settings.l1_ratio
     loss_code, loss_parameter = settings.loss_code, settings.loss_parameter
     n_features = coef.shape[0]
-    n_steps = batches.shape[0]
+    n_steps = np.int64(progress[PASS_STEPS])
+    done = np.int64(progress[DONE])
+    first_counted = np.int64(progress[FIRST_COUNTED])
     batch_size = batches.shape[1]
     inverse = 1.0 / batch_size
-    threshold = strength * l1_ratio
-    l2_strength = strength * (1.0 - l1_ratio)
-    shrink = 1.0 / (1.0 + l2_strength)
-    offset = threshold / l2_strength if l2_strength > 0.0 else 0.0
-    powers, geometric, cumulative = prox_power_tables(shrink, n_steps)
-    tables = LazyProxTables(threshold, offset, powers, geometric, cumulative)
-    first_counted = _first_counted_step(scalars[STEPS], n_steps, batch_size,
-                                        settings.average_start)
-    last = np.zeros(n_features, dtype=np.int64)
-    loss_sum = 0.0
-    for t in range(1, n_steps + 1):
-        row_of_batches = t - 1
+    threshold, offset, powers, geometric = (tables.threshold, tables.offset, tables.powers,
+                                            tables.geometric)
+    shrink = 1.0 / (1.0 + strength * (1.0 - l1_ratio))
+    loss_sum = progress[LOSS_SUM]
+    for row_of_batches in range(batches.shape[0]):
+        t = done + row_of_batches + 1
         intercept = scalars[INTERCEPT]
         # scores at the iterate before step t: catch the row's coordinates up to step t - 1
         for q in range(batch_size):
@@ -527,20 +556,84 @@ def lazy_prox_steps_sparse(data, indices, indptr, y, batches, scales, controls, 
         if counted:
             scalars[INTERCEPT_SUM] += scalars[INTERCEPT]
             scalars[AVERAGED_COUNT] += 1.0
-    # every coordinate brought to the last step; the gradient of the last step is the
-    # correction on the coordinates its batch did not touch
-    for j in range(n_features):
-        if last[j] < n_steps:
-            if n_steps > 0:
-                gradient[j] = correction[j]
-            _catch_up(j, n_steps, coef, coef_sum, last, correction, step, first_counted,
-                      tables)
+    if progress[LAST_CALL] > 0.0:
+        # every coordinate brought to the last step; the gradient of the last step is the
+        # correction on the coordinates its batch did not touch
+        for j in range(n_features):
+            if last[j] < n_steps:
+                if n_steps > 0:
+                    gradient[j] = correction[j]
+                _catch_up(j, n_steps, coef, coef_sum, last, correction, step, first_counted,
+                          tables)
+    progress[LOSS_SUM] = loss_sum
     return loss_sum
 
 
+def new_progress(n_steps):
+    """The ``progress`` array of a pass of ``n_steps`` steps before its first call (module
+    docstring, *Calls of bounded work*)."""
+    progress = np.zeros(DRIFT_TOTAL + 1)
+    progress[PASS_STEPS] = n_steps
+    progress[SCALE] = 1.0
+    return progress
+
+
+def run_prox_steps(loop, data, y, batches, scales, controls, state, settings, step_work,
+                   lazy=False):
+    """The steps of ``batches`` by the compiled ``loop`` on ``data`` (a tuple: the dense
+    ``X``, or the CSR ``data, indices, indptr``), in calls of at most
+    :data:`~stochsvm._core.monitor.CHUNK_WORK` multiply-adds when a step costs ``step_work``;
+    ``lazy`` for :func:`lazy_prox_steps_sparse` (its records and tables are made here, once
+    for the pass). Returns the sum of scaled losses (the arguments as in
+    :func:`prox_steps_sparse`)."""
+    n_steps, batch_size = batches.shape
+    progress = new_progress(n_steps)
+    extra = ()
+    if lazy:
+        strength, l1_ratio = settings.strength, settings.l1_ratio
+        threshold = strength * l1_ratio
+        l2_strength = strength * (1.0 - l1_ratio)
+        shrink = 1.0 / (1.0 + l2_strength)
+        offset = threshold / l2_strength if l2_strength > 0.0 else 0.0
+        extra = (np.zeros(state.coef.shape[0], dtype=np.int64),
+                 LazyProxTables(threshold, offset, *prox_power_tables(shrink, n_steps)))
+        progress[FIRST_COUNTED] = _first_counted_step(
+            state.scalars[STEPS], n_steps, batch_size, settings.average_start)
+    control_constants, control_slopes = controls.control_constants, controls.control_slopes
+    start = 0
+    for stop in chunk_stops(n_steps, step_work):
+        progress[LAST_CALL] = 1.0 if stop == n_steps else 0.0
+        piece = controls._replace(control_constants=control_constants[start:stop],
+                                  control_slopes=control_slopes[start:stop])
+        loop(*data, y, batches[start:stop], scales[start:stop], piece, state, settings,
+             progress, *extra)
+        progress[DONE] = stop
+        start = stop
+    return float(progress[LOSS_SUM])
+
+
+def _moment_work(controls):
+    """Multiply-adds of SCV's moment product in one step."""
+    return float(controls.moment.shape[0]) * controls.moment.shape[1]
+
+
+def prox_steps_dense(X, y, batches, scales, controls, state, settings):
+    """One step per row of ``batches`` on a dense ``X`` (:func:`eager_prox_steps_dense`, in
+    calls of bounded work); returns the sum of scaled losses.
+
+    ``scales`` holds :math:`c` per draw (shaped like ``batches``), ``controls`` is a
+    :class:`StepControls`, ``state`` an :class:`IterateState` (updated in place) and
+    ``settings`` a :class:`StepSettings`.
+    """
+    n_features = state.coef.shape[0]
+    step_work = (batches.shape[1] + 1.0) * n_features + _moment_work(controls)
+    return run_prox_steps(eager_prox_steps_dense, (X,), y, batches, scales, controls, state,
+                          settings, step_work)
+
+
 def prox_steps_sparse(data, indices, indptr, y, batches, scales, controls, state, settings):
-    """The steps of :func:`eager_prox_steps_sparse` (same arguments) by the cheapest exact
-    loop.
+    """The steps of :func:`prox_steps_dense` on a CSR matrix given as ``data, indices,
+    indptr``, by the cheapest exact loop (in calls of bounded work).
 
     :func:`scaled_prox_steps_sparse` for the l2 penalty and :func:`lazy_prox_steps_sparse`
     with an l1 part (module docstring), unless an SCV moment, or a nonzero correction together
@@ -548,11 +641,14 @@ def prox_steps_sparse(data, indices, indptr, y, batches, scales, controls, state
     inside a compiled function, so that a fit compiles only the loop it runs.
     """
     has_l1_part = settings.strength * settings.l1_ratio > 0.0
+    # a step's rows: the batch's stored values (module monitor: a random access each)
+    row_work = (batches.shape[1] * SPARSE_VALUE_WORK * data.shape[0]
+                / max(indptr.shape[0] - 1, 1))
+    arguments = ((data, indices, indptr), y, batches, scales, controls, state, settings)
     if controls.moment.shape[0] > 0 or (has_l1_part
                                         and np.any(controls.correction[:-1] != 0.0)):
-        loop = eager_prox_steps_sparse
-    elif not has_l1_part:
-        loop = scaled_prox_steps_sparse
-    else:
-        loop = lazy_prox_steps_sparse
-    return loop(data, indices, indptr, y, batches, scales, controls, state, settings)
+        step_work = row_work + state.coef.shape[0] + _moment_work(controls)
+        return run_prox_steps(eager_prox_steps_sparse, *arguments, step_work)
+    if not has_l1_part:
+        return run_prox_steps(scaled_prox_steps_sparse, *arguments, row_work)
+    return run_prox_steps(lazy_prox_steps_sparse, *arguments, row_work, lazy=True)

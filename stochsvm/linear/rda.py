@@ -105,6 +105,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._core.losses import margin_loss
+from .._core.monitor import chunk_stops, row_work
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 
 __all__ = ["RDAClassifier"]
@@ -118,6 +119,10 @@ _INTERCEPT_GRADIENT_SUM, _INTERCEPT_SUM = range(2)
 _MINIMUM_CAPACITY = 4096
 _MAXIMUM_CAPACITY = 1 << 20
 _NO_AVERAGE = np.iinfo(np.int64).max
+# positions in the ``progress`` array of a pass, carried from one call of the compiled loop to
+# the next (a pass runs in calls of bounded work): the running loss sum, the first step of
+# the current block, the steps taken in it, 1.0 in the last call of the pass
+_LOSS_SUM, _BLOCK_START, _NOW, _LAST_CALL = range(4)
 # the step counter's start as a NumPy integer: a Python 0 would be typed as the literal
 # ``Literal[int](0)`` where the compiled loop passes it on, and numba would compile ``_flush``
 # once more for that literal besides the ``int64`` specialization
@@ -307,23 +312,23 @@ def _rda_step(row_indices, row_values, label, weight, gradient_sum, coef_sum, la
 
 
 @numba.njit(cache=True)
-def _rda_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, settings):
-    """One RDA pass over the rows ``order`` of a dense ``X``; returns the weighted loss sum.
+def _rda_epoch_dense(X, all_indices, y, weights, order, state, progress, settings):
+    """The steps of an RDA pass over the rows ``order`` of a dense ``X``, one call of the
+    pass; returns the weighted loss sum of the pass so far.
 
-    ``state`` is an :data:`RDAArrays`, updated in place, ``samples_seen`` the steps taken
-    before the pass and ``settings`` an :data:`RDASettings`. ``all_indices`` is
-    ``np.arange(X.shape[1])``, made by the caller: ``np.arange`` compiled here costs about
-    0.2 s of a cold first fit.
+    ``state`` is an :data:`RDAArrays`, updated in place, ``progress`` the pass's
+    (``_LOSS_SUM``, ..., carried from call to call; the block of the pass's first call starts
+    at the steps taken before the pass, its history reset by the caller) and ``settings`` an
+    :data:`RDASettings`. ``all_indices`` is ``np.arange(X.shape[1])``, made by the caller:
+    ``np.arange`` compiled here costs about 0.2 s of a cold first fit.
     """
     averaging, average_start = settings.averaging, settings.average_start
     l1_strength, boost_gamma = settings.l1_strength, settings.boost_gamma
     gradient_sum, coef_sum, last, scalars, history = state
-    block_start = samples_seen
-    now = _ZERO
-    history[0, _SUM_A] = 0.0
-    history[0, _SUM_B] = 0.0
+    block_start = np.int64(progress[_BLOCK_START])
+    now = np.int64(progress[_NOW])
     capacity = history.shape[0] - 1
-    loss_sum = 0.0
+    loss_sum = progress[_LOSS_SUM]
     for i in order:
         if averaging and now == capacity:
             block_start = _flush(now, gradient_sum, coef_sum, last, history, block_start,
@@ -332,24 +337,25 @@ def _rda_epoch_dense(X, all_indices, y, weights, order, state, samples_seen, set
         loss_sum += _rda_step(all_indices, X[i], y[i], weights[i], gradient_sum, coef_sum,
                               last, scalars, history, block_start, now, settings)
         now += 1
-    if averaging:
+    if averaging and progress[_LAST_CALL] > 0.0:
         _flush(now, gradient_sum, coef_sum, last, history, block_start, average_start,
                l1_strength, boost_gamma)
+    progress[_BLOCK_START] = block_start
+    progress[_NOW] = now
+    progress[_LOSS_SUM] = loss_sum
     return loss_sum
 
 
 @numba.njit(cache=True)
-def _rda_epoch_sparse(data, indices, indptr, y, weights, order, state, samples_seen, settings):
+def _rda_epoch_sparse(data, indices, indptr, y, weights, order, state, progress, settings):
     """:func:`_rda_epoch_dense` for a CSR matrix given as ``data, indices, indptr``."""
     averaging, average_start = settings.averaging, settings.average_start
     l1_strength, boost_gamma = settings.l1_strength, settings.boost_gamma
     gradient_sum, coef_sum, last, scalars, history = state
-    block_start = samples_seen
-    now = _ZERO
-    history[0, _SUM_A] = 0.0
-    history[0, _SUM_B] = 0.0
+    block_start = np.int64(progress[_BLOCK_START])
+    now = np.int64(progress[_NOW])
     capacity = history.shape[0] - 1
-    loss_sum = 0.0
+    loss_sum = progress[_LOSS_SUM]
     for i in order:
         if averaging and now == capacity:
             block_start = _flush(now, gradient_sum, coef_sum, last, history, block_start,
@@ -360,10 +366,13 @@ def _rda_epoch_sparse(data, indices, indptr, y, weights, order, state, samples_s
                               gradient_sum, coef_sum, last, scalars, history, block_start, now,
                               settings)
         now += 1
-    if averaging:
+    if averaging and progress[_LAST_CALL] > 0.0:
         # the averaged sums of every coordinate are exact at the end of the pass
         _flush(now, gradient_sum, coef_sum, last, history, block_start, average_start,
                l1_strength, boost_gamma)
+    progress[_BLOCK_START] = block_start
+    progress[_NOW] = now
+    progress[_LOSS_SUM] = loss_sum
     return loss_sum
 
 
@@ -448,6 +457,13 @@ class RDAClassifier(BaseStochasticLinearClassifier):
     callback : callable, default=None
         Called after each epoch with the history record plus ``coef`` and ``intercept``;
         returning ``True`` stops training.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -518,7 +534,7 @@ class RDAClassifier(BaseStochasticLinearClassifier):
     def __init__(self, penalty="l1", alpha=1e-4, gamma=0.7, sparsity_boost=0.0, l1_ratio=0.15,
                  loss="hinge", fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10,
                  shuffle=True, average=False, class_weight=None, warm_start=False,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.penalty = penalty
         self.alpha = alpha
         self.gamma = gamma
@@ -537,6 +553,7 @@ class RDAClassifier(BaseStochasticLinearClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     # ------------------------------------------------------------------ hooks
     def _resolve_parameters(self):
@@ -575,11 +592,21 @@ class RDAClassifier(BaseStochasticLinearClassifier):
             loss_code=resolved["loss"].code, loss_parameter=float(resolved["loss_parameter"]))
         arrays = RDAArrays(state["gradient_sum"], state["coef_sum"], state["last"],
                            state["scalars"], state["history"])
-        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
+        # the pass in calls of bounded work (Ctrl-C between calls), a new block at its start
+        state["history"][0, _SUM_A] = 0.0
+        state["history"][0, _SUM_B] = 0.0
+        progress = np.zeros(_LAST_CALL + 1)
+        progress[_BLOCK_START] = state["samples_seen"]
         if is_sparse(X):
-            loss_sum = _rda_epoch_sparse(*as_csr_arrays(X), *arguments)
+            loop, data = _rda_epoch_sparse, as_csr_arrays(X)
         else:
-            loss_sum = _rda_epoch_dense(X, np.arange(X.shape[1]), *arguments)
+            loop, data = _rda_epoch_dense, (X, np.arange(X.shape[1]))
+        start = 0
+        for stop in chunk_stops(len(order), row_work(X)):
+            progress[_LAST_CALL] = 1.0 if stop == len(order) else 0.0
+            loop(*data, y, weights, order[start:stop], arrays, progress, settings)
+            start = stop
+        loss_sum = float(progress[_LOSS_SUM])
         state["samples_seen"] += len(order)
         return {"loss_sum": loss_sum}
 

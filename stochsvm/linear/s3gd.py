@@ -9,7 +9,7 @@ Problem: :math:`F(w, b) = P(w, b) + \alpha R(w)` with
 *Outer loop* (Alg. 1 lines 4-6, 14). The snapshot :math:`\tilde w` is the current iterate;
 the anchor derivatives :math:`d(\pm a)`, :math:`a_j = \tilde w^\top z_j + \tilde b` (eq. 21)
 and the approximate full gradient :math:`\nabla H(\tilde w)` (eq. 22, split by class as in
-:mod:`stochsvm.linear.anchors`) cost :math:`O(dm)`.
+:mod:`stochsvm._core.anchors`) cost :math:`O(dm)`.
 
 *Inner loop* (lines 7-13), ``inner_iter`` = :math:`k_{in}` steps on mini-batches
 :math:`\mathcal I` of ``batch_size`` = :math:`p` samples: the semi-stochastic gradient (eq. 8)
@@ -48,12 +48,13 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.anchors import BANDWIDTHS, build_anchor_graph, class_products, select_anchors
 from .._core.kernels import check_machine_memory
-from .._core.losses import margin_loss_derivative
+from .._core.losses import margin_loss
+from .._core.monitor import chunk_stops
 from .._core.sampling import uniform_batches
 from .._core.state import ArrayField
 from ._base import is_sparse
-from .anchors import BANDWIDTHS, build_anchor_graph, class_products, select_anchors
 from .proximal_steps import INTERCEPT, accumulate_dense_row, apply_step
 from .sgd import BaseMiniBatchProxClassifier
 
@@ -99,12 +100,13 @@ def _outer_gradient(anchor_terms, snapshot_terms, n_samples, settings):
     logistic = anchor_terms.logistic
     _, anchor_scores, derivative_plus, derivative_minus, full_gradient = snapshot_terms
     loss_code, loss_parameter = settings.loss_code, settings.loss_parameter
-    full_gradient[:] = 0.0
+    # element loops and the loss function the steps call: a slice assignment and a function
+    # of the derivative alone would be compiled too (a cold first fit)
+    for column in range(full_gradient.shape[0]):
+        full_gradient[column] = 0.0
     for j in range(anchor_scores.shape[0]):
-        derivative_plus[j] = margin_loss_derivative(loss_code, anchor_scores[j],
-                                                    loss_parameter)
-        derivative_minus[j] = margin_loss_derivative(loss_code, -anchor_scores[j],
-                                                     loss_parameter)
+        derivative_plus[j] = margin_loss(loss_code, anchor_scores[j], loss_parameter)[1]
+        derivative_minus[j] = margin_loss(loss_code, -anchor_scores[j], loss_parameter)[1]
         if logistic:
             for column in range(full_gradient.shape[0]):
                 full_gradient[column] += plus_product[j, column] * derivative_plus[j]
@@ -137,8 +139,10 @@ def _control(i, y, weights, anchor_terms, snapshot_terms):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _s3gd_epoch_dense(X, y, weights, batches, n_inner, refresh, anchor_terms, snapshot_terms,
-                      state, settings):
-    """Outer loops of Alg. 1 over the rows of ``batches`` (``n_inner`` steps each), dense X.
+                      state, settings, no_moment, progress):
+    """Outer loops of Alg. 1 over the rows of ``batches`` (``n_inner`` steps each), dense X;
+    returns the loss sum of the pass so far, ``progress[0]`` (updated: a pass runs in calls
+    of bounded work, ``progress[1]`` the steps of the pass before the call).
 
     ``anchor_terms`` is an :class:`AnchorTerms`, ``snapshot_terms`` a :class:`SnapshotTerms`
     (work arrays, and the snapshot), ``state`` an
@@ -146,17 +150,18 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, refresh, anchor_terms, sn
     :class:`~stochsvm.linear.proximal_steps.StepSettings`. ``snapshot_terms.snapshot`` holds
     :math:`(\tilde w, \tilde b)`; with ``refresh`` it is set to the current iterate at the
     start of every outer loop (Alg. 1 line 5), otherwise the stored one is used (the
-    gradient diagnostic).
+    gradient diagnostic). ``no_moment`` is an empty ``(0, 0)`` array (no SCV moment), made
+    by the caller: ``np.zeros`` compiled here costs about 0.1 s of a cold first fit.
     """
     anchors = anchor_terms.anchors
     snapshot, anchor_scores = snapshot_terms.snapshot, snapshot_terms.anchor_scores
     full_gradient = snapshot_terms.full_gradient
     coef, scalars, buffer = state.coef, state.scalars, state.buffer
-    no_moment = np.zeros((0, 0))
     batch_size = batches.shape[1]
-    loss_sum = 0.0
+    loss_sum = progress[0]
+    done = np.int64(progress[1])
     for t in range(batches.shape[0]):
-        if t % n_inner == 0:
+        if (done + t) % n_inner == 0:
             # Alg. 1 lines 5-6: snapshot = current iterate, anchor scores w~.z + b~
             if refresh:
                 # an element loop: numba compiles an array-to-array slice assignment with its
@@ -177,6 +182,8 @@ def _s3gd_epoch_dense(X, y, weights, batches, n_inner, refresh, anchor_terms, sn
                                              scalars[INTERCEPT], buffer, settings)
         # eq. (8) + prox step (eqs. 11-12)
         apply_step(batch_size, full_gradient, no_moment, 0.0, state, settings)
+    progress[0] = loss_sum
+    progress[1] = done + batches.shape[0]
     return loss_sum
 
 
@@ -246,6 +253,13 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         Seeds k-means and the mini-batches.
     verbose : int, default=0
     callback : callable, default=None
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -306,7 +320,7 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
                  step_size=0.1, fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10,
                  shuffle=True, average=False, class_weight=None, gradient_diagnostics=False,
                  diagnostic_batches=10, warm_start=False, n_jobs=None, random_state=None, verbose=0,
-                 callback=None):
+                 callback=None, probability=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -332,6 +346,7 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()
@@ -425,10 +440,21 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
             snapshot_terms = SnapshotTerms(state["snapshot"], np.empty(n_anchors),
                                            np.empty(n_anchors), np.empty(n_anchors),
                                            np.empty(state["coef"].shape[0] + 1))
-            loss_sum = _s3gd_epoch_dense(
-                X, np.ascontiguousarray(y, dtype=np.float64), weights, all_batches, n_inner,
-                n_draws is None, anchor_terms, snapshot_terms, self._iterate_state(state),
-                self._step_settings(state, step, resolved, averaging))
+            arguments = (anchor_terms, snapshot_terms, self._iterate_state(state),
+                         self._step_settings(state, step, resolved, averaging),
+                         np.zeros((0, 0)))
+            signed = np.ascontiguousarray(y, dtype=np.float64)
+            # the steps in calls of bounded work (Ctrl-C between calls), an outer loop's
+            # snapshot work spread over its steps
+            d = X.shape[1]
+            step_work = (batch_size + 1.0) * d + n_anchors * d / max(n_inner, 1)
+            progress = np.zeros(2)
+            start = 0
+            for stop in chunk_stops(len(all_batches), step_work):
+                _s3gd_epoch_dense(X, signed, weights, all_batches[start:stop], n_inner,
+                                  n_draws is None, *arguments, progress)
+                start = stop
+            loss_sum = float(progress[0])
         state["outer_loops"] = state.get("outer_loops", 0) + n_outer
         return loss_sum, all_batches.size
 

@@ -50,6 +50,7 @@ import numba
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.monitor import chunk_stops, row_work
 from .._core.penalties import prox_repeated, prox_repeated_sum
 from ._base import (
     BaseStochasticLinearClassifier,
@@ -61,6 +62,11 @@ from ._base import (
 __all__ = ["SADMMClassifier"]
 
 _NO_AVERAGE = np.iinfo(np.int64).max
+# positions in the ``progress`` array of a pass, carried from one call of a compiled loop to
+# the next (a pass runs in calls of bounded work): the running loss sum, the steps taken
+# before the call, 1.0 in the last call of the pass, and the scalars a, A and "first step of
+# the pass" of the l2 loop
+_LOSS_SUM, _STEP, _LAST_CALL, _SCALE, _WEIGHT_TOTAL, _FIRST = range(6)
 
 #: Scalar settings of one pass (:func:`_sadmm_epoch_dense`, :func:`_sadmm_epoch_sparse`,
 #: :func:`_sadmm_epoch_sparse_l2`): the pass's :math:`\rho` (``rho``), the prox of
@@ -203,13 +209,13 @@ def _skipped_steps(z0, nu0, skipped, silent, skipped_powers, geometric, settings
 # "reassoc" lets LLVM vectorize the three dot products (sums in a different order, not a
 # different result beyond rounding); no flag that assumes finite values is set.
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _sadmm_epoch_dense(X, y, weights, order, state, step, settings):
-    """One pass of eq. (12) over the rows ``order`` of a dense ``X``.
+def _sadmm_epoch_dense(X, y, weights, order, state, progress, settings):
+    """Eq. (12) over the rows ``order`` of a dense ``X``: one call of a pass.
 
-    ``state`` is an :data:`SADMMArrays` (its ``last`` unused), updated in place, ``step`` the
-    steps taken before the pass and ``settings`` an :data:`SADMMSettings`. Returns the summed
-    weighted hinge loss of the samples before their steps (the running loss of the ``tol``
-    rule).
+    ``state`` is an :data:`SADMMArrays` (its ``last`` unused), updated in place, ``progress``
+    the pass's (``_LOSS_SUM``, ``_STEP``: the steps taken before the call; updated) and
+    ``settings`` an :data:`SADMMSettings`. Returns the summed weighted hinge loss of the
+    samples before their steps (the running loss of the ``tol`` rule) over the pass so far.
     """
     z, nu, _, z_sum, w_sum, scalars = state
     rho, threshold, factor = settings.rho, settings.threshold, settings.factor
@@ -218,7 +224,8 @@ def _sadmm_epoch_dense(X, y, weights, order, state, step, settings):
     inverse_rho = 1.0 / rho
     n_features = X.shape[1]
     intercept_norm = 1.0 if fit_intercept else 0.0
-    loss_sum = 0.0
+    loss_sum = progress[_LOSS_SUM]
+    step = np.int64(progress[_STEP])
     for i in order:
         row = X[i]
         label = y[i]
@@ -264,17 +271,22 @@ def _sadmm_epoch_dense(X, y, weights, order, state, step, settings):
             scalars[0] += scale
         if step > average_start:
             scalars[1] += scalars[0]
+    progress[_LOSS_SUM] = loss_sum
+    progress[_STEP] = step
     return loss_sum
 
 
 @numba.njit(cache=True)
-def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, step, settings):
-    """One pass of eq. (12) over CSR rows; coordinates absent from a row are brought up to
-    date in closed form (:func:`_skipped_steps`) only when a later row touches them, and all
-    of them at the end of the pass, so the pass costs O(nnz) plus O(n_features).
+def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, progress, settings,
+                        powers):
+    """Eq. (12) over CSR rows, one call of a pass; coordinates absent from a row are brought
+    up to date in closed form (:func:`_skipped_steps`) only when a later row touches them,
+    and all of them at the end of the pass (its last call), so the pass costs O(nnz) plus
+    O(n_features).
 
-    ``state`` (an :data:`SADMMArrays`), ``step`` and ``settings`` (an :data:`SADMMSettings`)
-    are those of :func:`_sadmm_epoch_dense`.
+    ``state`` (an :data:`SADMMArrays`), ``progress`` and ``settings`` (an
+    :data:`SADMMSettings`) are those of :func:`_sadmm_epoch_dense`; ``powers`` is the pass's
+    table of ``factor ** k`` (:func:`_factor_powers`, up to the pass's length plus one).
     """
     z, nu, last, z_sum, w_sum, scalars = state
     rho, threshold, factor = settings.rho, settings.threshold, settings.factor
@@ -283,9 +295,9 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, step, s
     inverse_rho = 1.0 / rho
     geometric = factor / (1.0 - factor) if factor != 1.0 else 0.0
     shrinks = factor != 1.0
-    powers = _factor_powers(factor, order.shape[0] + 1 if shrinks else 0)
     intercept_norm = 1.0 if fit_intercept else 0.0
-    loss_sum = 0.0
+    loss_sum = progress[_LOSS_SUM]
+    step = np.int64(progress[_STEP])
     for i in order:
         start, end = indptr[i], indptr[i + 1]
         label = y[i]
@@ -336,6 +348,10 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, step, s
             scalars[0] += scale
         if in_window:
             scalars[1] += scalars[0]
+    progress[_LOSS_SUM] = loss_sum
+    progress[_STEP] = step
+    if progress[_LAST_CALL] == 0.0:
+        return loss_sum
     # bring every coordinate up to date so the state is exact at the end of the pass
     for j in range(z.shape[0]):
         if last[j] < step:
@@ -355,7 +371,8 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, step, s
 
 
 @numba.njit(cache=True)
-def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, state, step, settings):
+def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, state, progress, settings,
+                           scaled, running):
     """:func:`_sadmm_epoch_sparse` for the pure l2 penalty, without any per-coordinate catch-up.
 
     With :math:`R = \\frac12\\|w\\|^2` the z-step is a shrink,
@@ -367,7 +384,10 @@ def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, state, step
     row). The running sum of the iterates is kept as :math:`\\sum_t z^t = u + A\\,v` with
     :math:`A = \\sum_t a_t` (the averaged-SGD bookkeeping); both are folded into ``z_sum``
     whenever :math:`a` gets small and at the end of the pass. ``state.last`` and
-    ``state.w_sum`` are unused.
+    ``state.w_sum`` are unused. One call of a pass: ``v`` and ``u`` are ``scaled`` and
+    ``running`` (a copy of ``z`` and zeros at the start of the pass), :math:`a`, :math:`A`
+    and "first step of the pass" travel in ``progress`` with the arguments of
+    :func:`_sadmm_epoch_dense`.
     """
     z, nu, _, z_sum, _, scalars = state
     rho, strength = settings.rho, settings.strength
@@ -375,12 +395,11 @@ def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, state, step
     inverse_rho = 1.0 / rho
     factor = 1.0 / (1.0 + strength)
     intercept_norm = 1.0 if fit_intercept else 0.0
-    scaled = z.copy()  # v
-    scale_factor = 1.0  # a
-    running = np.zeros_like(z)  # u
-    weight_total = 0.0  # A
-    first = True
-    loss_sum = 0.0
+    scale_factor = progress[_SCALE]  # a
+    weight_total = progress[_WEIGHT_TOTAL]  # A
+    first = progress[_FIRST] > 0.0
+    loss_sum = progress[_LOSS_SUM]
+    step = np.int64(progress[_STEP])
     for i in order:
         start, end = indptr[i], indptr[i + 1]
         label = y[i]
@@ -433,6 +452,13 @@ def _sadmm_epoch_sparse_l2(data, indices, indptr, y, weights, order, state, step
                 scaled[j] *= scale_factor
             weight_total = 0.0
             scale_factor = 1.0
+    progress[_SCALE] = scale_factor
+    progress[_WEIGHT_TOTAL] = weight_total
+    progress[_FIRST] = 1.0 if first else 0.0
+    progress[_LOSS_SUM] = loss_sum
+    progress[_STEP] = step
+    if progress[_LAST_CALL] == 0.0:
+        return loss_sum
     for j in range(z.shape[0]):
         z_sum[j] += running[j] + weight_total * scaled[j]
         z[j] = scale_factor * scaled[j]
@@ -515,6 +541,12 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     callback : callable, default=None
         Called after each epoch with the history record plus ``coef`` and ``intercept``;
         returning ``True`` stops training.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -575,7 +607,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
                  rho_time_scale=None, l1_ratio=0.15, loss="hinge",
                  fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10, shuffle=True,
                  average=True, track_vi=False, class_weight=None, warm_start=False,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.penalty = penalty
         self.alpha = alpha
         self.rho = rho
@@ -596,6 +628,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _resolve_parameters(self):
         resolved = self._common_parameters()
@@ -678,14 +711,24 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
             track_w=bool(state["w_tracked"]))
         arrays = SADMMArrays(state["z"], nu, state["last"], state["z_sum"], state["w_sum"],
                              state["scalars"])
-        arguments = (y, weights, order, arrays, int(state["samples_seen"]), settings)
+        # the pass in calls of bounded work (Ctrl-C between calls)
+        progress = np.zeros(_FIRST + 1)
+        progress[[_STEP, _SCALE, _FIRST]] = (state["samples_seen"], 1.0, 1.0)
         if is_sparse(X) and l1_ratio == 0.0 and not state["w_tracked"]:
-            loss_sum = _sadmm_epoch_sparse_l2(*as_csr_arrays(X), *arguments)
-            state["last"][:] = state["samples_seen"] + len(order)
+            loop, data = _sadmm_epoch_sparse_l2, as_csr_arrays(X)
+            extra = (state["z"].copy(), np.zeros_like(state["z"]))  # v and u
         elif is_sparse(X):
-            loss_sum = _sadmm_epoch_sparse(*as_csr_arrays(X), *arguments)
+            loop, data = _sadmm_epoch_sparse, as_csr_arrays(X)
+            extra = (_factor_powers(factor, len(order) + 1 if factor != 1.0 else 0),)
         else:
-            loss_sum = _sadmm_epoch_dense(X, *arguments)
+            loop, data, extra = _sadmm_epoch_dense, (X,), ()
+        start = 0
+        for stop in chunk_stops(len(order), 1.5 * row_work(X)):
+            progress[_LAST_CALL] = 1.0 if stop == len(order) else 0.0
+            loop(*data, y, weights, order[start:stop], arrays, progress, settings, *extra)
+            start = stop
+        loss_sum = float(progress[_LOSS_SUM])
+        if not is_sparse(X) or loop is _sadmm_epoch_sparse_l2:
             state["last"][:] = state["samples_seen"] + len(order)  # every coordinate is current
         state["mu"] = nu * rho
         state["samples_seen"] += len(order)

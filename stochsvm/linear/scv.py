@@ -80,12 +80,30 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.precision import widened_rows
 from .._core.sampling import uniform_batches
 from ._base import StepDivergedError
 from .proximal_steps import AVERAGED_COUNT, INTERCEPT
 from .sgd import BaseMiniBatchProxClassifier
 
 __all__ = ["SCVClassifier"]
+
+
+def _widened_moments(X, weights):
+    r""":math:`X^\top S X` and the column sums of :math:`S X` (:math:`S` the diagonal of
+    ``weights``) for float32 ``X``, dense or CSR: summed in float64 a block of rows at a
+    time, so that neither a copy of ``X`` nor a float32 sum over all rows is made."""
+    n_features = X.shape[1]
+    second, first = np.zeros((n_features, n_features)), np.zeros(n_features)
+    for rows, block in widened_rows(X):
+        if sp.issparse(block):
+            weighted = sp.diags(weights[rows]) @ block
+            second += (block.T @ weighted).toarray()
+        else:
+            weighted = block * weights[rows, None]
+            second += block.T @ weighted
+        first += np.asarray(weighted.sum(axis=0)).ravel()
+    return second, first
 
 
 class SCVClassifier(BaseMiniBatchProxClassifier):
@@ -144,6 +162,13 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -167,7 +192,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
                  fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10, shuffle=True,
                  average=False, class_weight=None, gradient_diagnostics=False,
                  diagnostic_batches=10, warm_start=False, n_jobs=None, random_state=None, verbose=0,
-                 callback=None):
+                 callback=None, probability=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -193,6 +218,7 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()
@@ -229,14 +255,16 @@ class SCVClassifier(BaseMiniBatchProxClassifier):
 
     def _prepare_problem(self, X, y, weights, resolved):
         n_samples = X.shape[0]
-        if sp.issparse(X):
-            weighted = sp.diags(weights) @ X
-            second = np.asarray((X.T @ weighted).toarray())
+        if X.dtype != np.float64:
+            second, first = _widened_moments(X, weights)
         else:
-            # in the dtype of X: a float32 X is not copied to float64
-            weighted = X * weights.astype(X.dtype)[:, None]
-            second = X.T @ weighted
-        first = np.asarray(weighted.sum(axis=0), dtype=np.float64).ravel()
+            if sp.issparse(X):
+                weighted = sp.diags(weights) @ X
+                second = np.asarray((X.T @ weighted).toarray())
+            else:
+                weighted = X * weights[:, None]
+                second = X.T @ weighted
+            first = np.asarray(weighted.sum(axis=0), dtype=np.float64).ravel()
         n_features = X.shape[1]
         moment = np.empty((n_features + 1, n_features + 1))
         moment[:n_features, :n_features] = second

@@ -55,6 +55,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.precision import float64_product, float64_transposed_product
 from .._core.sampling import epoch_generator, uniform_batches, weighted_batches
 from ._base import BaseStochasticLinearClassifier, as_csr_arrays, is_sparse
 from .proximal_steps import (
@@ -91,10 +92,11 @@ def _threshold_average(mean_coef, threshold):
 
 
 def exact_smooth_gradient(X, y_signed, weights, coef, intercept, loss, loss_parameter):
-    r""":math:`\nabla P(w, b)` as a vector of length :math:`d + 1` (intercept last)."""
-    scores = np.asarray(X @ coef, dtype=np.float64).ravel() + intercept
+    r""":math:`\nabla P(w, b)` as a vector of length :math:`d + 1` (intercept last); float32
+    ``X`` is widened a block of rows at a time, never copied whole."""
+    scores = float64_product(X, coef).ravel() + intercept
     factors = weights * loss.derivative(y_signed * scores, loss_parameter) * y_signed
-    gradient = np.asarray(X.T @ factors, dtype=np.float64).ravel()
+    gradient = float64_transposed_product(X, factors)
     return np.append(gradient, factors.sum()) / X.shape[0]
 
 
@@ -413,6 +415,13 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -434,7 +443,7 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
                  batch_size=10, step_size=0.1, sampling="uniform", fit_intercept=True,
                  max_iter=1000, tol=1e-3, n_iter_no_change=10, shuffle=True, average=False,
                  class_weight=None, gradient_diagnostics=False, diagnostic_batches=10,
-                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None):
+                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -457,6 +466,7 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()

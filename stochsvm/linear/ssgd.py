@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.anchors import cluster_labels
 from .._core.sampling import strata_from_labels, stratified_batches
 from .._core.state import ArrayField
-from .anchors import cluster_labels
 from .sgd import BaseMiniBatchProxClassifier
 
 __all__ = ["StratifiedSGDClassifier"]
@@ -69,6 +69,13 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -87,7 +94,7 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
                  batch_size=10, step_size=0.1, fit_intercept=True, max_iter=1000, tol=1e-3,
                  n_iter_no_change=10, shuffle=True, average=False, class_weight=None,
                  gradient_diagnostics=False, diagnostic_batches=10, warm_start=False,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -109,6 +116,7 @@ class StratifiedSGDClassifier(BaseMiniBatchProxClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _prepare(self, X, resolved):
         # at most one stratum per sample: with batch_size >= n_samples every sample is its

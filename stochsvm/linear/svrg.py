@@ -78,6 +78,13 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values after the model, as
+        ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``.
+        The held-out values come from 3-fold cross-validation
+        (:mod:`stochsvm._core.probability`).
+        Without it, ``loss="log_loss"`` gives the logistic model's own probabilities.
 
     Attributes
     ----------
@@ -97,7 +104,7 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
                  inner_iter=50, batch_size=10, step_size=0.1, fit_intercept=True, max_iter=1000,
                  tol=1e-3, n_iter_no_change=10, shuffle=True, average=False, class_weight=None,
                  gradient_diagnostics=False, diagnostic_batches=10, warm_start=False,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -120,6 +127,7 @@ class ProxSVRGClassifier(BaseMiniBatchProxClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.probability = probability
 
     def _resolve_parameters(self):
         resolved = self._family_parameters()

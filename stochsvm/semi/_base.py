@@ -15,6 +15,26 @@ is exactly the SVC problem on the labeled samples alone. Dividing by :math:`n_l`
 paper's eq. (1): the mean hinge loss on the labeled samples plus the mean (expected) unlabeled
 loss, weighted by :math:`C n_l` and :math:`C^* n_u`.
 
+Sample weights
+--------------
+``fit(X, y, sample_weight)`` and the ``class_weight`` parameter weigh each term of the sums:
+
+.. math::
+
+    \min_f \; \tfrac12 \|f\|_{\mathcal H}^2 + C \sum_{i \in L} s_i \max(0, 1 - y_i f(x_i))
+           + C^* \sum_{j \in U} s_j\, u(f(x_j)),
+
+with :math:`s_i` = ``sample_weight[i] * class_weight[y_i]`` for a labeled sample (class
+weights multiply ``C`` per class, as in ``SVC``; ``"balanced"`` is
+:math:`n_l / (k\, n_c)` over the :math:`k` classes of the labeled samples) and
+:math:`s_j` = ``sample_weight[j]`` for an unlabeled one (it has no class). The rule for the
+default :math:`C^*` becomes :math:`C^* = C \sum_L s_i / \sum_U s_j`, and wherever a solver
+counts samples or averages over them (the balancing constraint, the labeled class ratio),
+it sums the weights instead: a sample of integer weight :math:`k` acts as :math:`k` copies
+of it. A sample of weight 0 is left out of the fit, as if removed (``gamma="scale"`` still
+reads the variance of every row of ``X``, as ``SVC`` does). Weights that are all 1 give the
+unweighted fit, bit for bit.
+
 Interface for subclasses
 ------------------------
 :class:`BaseSemiSupervisedClassifier` does validation, label bookkeeping, ``gamma`` resolution,
@@ -30,10 +50,11 @@ one-vs-rest, prediction and the objective. A subclass defines:
     unlabeled sample) and ``self._unlabeled_loss`` (a :class:`~stochsvm._core.losses.Loss`,
     from ``unlabeled_loss``) with ``self._unlabeled_parameter`` (``ramp_s`` for the ramp, the
     loss's default otherwise), for each of those parameters the estimator has.
-``_fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index)``
+``_fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index, weights)``
     Train one binary problem; ``settings`` is the record ``_resolve_parameters`` returned,
     ``y_signed`` holds ``+1``/``-1`` (float64), ``X_unlabeled`` may have zero rows, ``rng`` is
-    a :class:`numpy.random.RandomState` shared by the problems.
+    a :class:`numpy.random.RandomState` shared by the problems, ``weights`` a
+    :class:`SampleWeights` or ``None`` (unweighted; the default of the argument).
     Returns ``(state, history, n_iter)``: ``state`` a ``dict`` with string keys and NumPy
     arrays or scalars as values (it is stored in ``binary_models_`` and saved by
     :mod:`stochsvm.io`), ``history`` a list of record dicts, ``n_iter`` an int.
@@ -61,6 +82,7 @@ classes there is one problem, with ``classes_[1]`` as the positive class.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -73,13 +95,17 @@ from .._core.kernels import resolve_gamma
 from .._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES, get_unlabeled_loss
 from .._core.state import BoolField, FloatField, LibraryField, ListField
 from .._core.validation import (
+    check_margin_weight,
+    check_sample_weight,
+    resolve_class_weights,
     split_semi_supervised_labels,
     validate_prediction_data,
     validate_training_data,
 )
 
 __all__ = ["BALANCE_AUTO_LABELS", "BaseSemiSupervisedClassifier", "RowSubset",
-           "resolve_balance", "resolve_semi_supervised_gamma"]
+           "SampleWeights", "resolve_balance", "resolve_semi_supervised_gamma",
+           "weight_total", "weighted_mean"]
 
 # ``balance="auto"`` enforces the balancing constraint below this many labeled samples.
 # Measured with TSGS3VM (test accuracy, mean of 4 label draws; constraint on / off, SVC on the
@@ -109,6 +135,43 @@ def resolve_semi_supervised_gamma(gamma, X):
     if isinstance(gamma, str):
         return resolve_gamma(None, X) if gamma == "scale" else 1.0 / X.shape[1]
     return float(gamma)
+
+
+@dataclass(frozen=True)
+class SampleWeights:
+    """The weights :math:`s_i` of a weighted fit (see "Sample weights" in the module
+    docstring), as ``fit`` passes them to every binary problem; an unweighted fit passes
+    ``None`` instead.
+
+    Attributes
+    ----------
+    labeled : ndarray of shape (n_labeled,) or None
+        ``sample_weight`` times ``class_weight`` of each labeled sample, in the order of
+        ``X_labeled``; ``None`` when all are 1.
+    unlabeled : ndarray of shape (n_unlabeled,) or None
+        ``sample_weight`` of each unlabeled sample, in the order of ``X_unlabeled``; ``None``
+        when all are 1.
+
+    Every weight is positive: ``fit`` leaves the samples of weight 0 out.
+    """
+
+    labeled: np.ndarray | None
+    unlabeled: np.ndarray | None
+
+
+def weight_total(weights, count):
+    """The sum of ``weights``, or ``count`` (the number of samples, each of weight 1) when
+    ``weights`` is None."""
+    return count if weights is None else float(np.sum(weights))
+
+
+def weighted_mean(values, weights):
+    """The mean of ``values`` along its first axis, each row weighted by ``weights``;
+    ``values.mean(axis=0)`` when ``weights`` is None."""
+    values = np.asarray(values)
+    if weights is None:
+        return values.mean(axis=0)
+    return np.tensordot(weights, values, axes=(0, 0)) / np.sum(weights)
 
 
 class RowSubset:
@@ -143,6 +206,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         "balance": ["boolean", StrOptions({"auto"})],
         "unlabeled_loss": [StrOptions(set(UNLABELED_LOSSES))],
         "ramp_s": [Interval(Real, None, 1, closed="neither")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
         "random_state": ["random_state"],
         "callback": [callable, None],
     }
@@ -150,6 +214,11 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
     #: per binary problem, the dict of arrays and numbers ``_fit_binary`` returns; a solver
     #: declares its keys as ``_binary_model_field = DictField({...})``
     _binary_model_field = None
+
+    # probability=True calibrates on labeled samples only: one of two folds of the labels is
+    # withheld (its samples stay in the fit, unlabeled) from one copy of the estimator
+    _unlabeled_label = UNLABELED
+    _calibration_fits = 1
 
     _fitted_fields = {
         "_gamma": FloatField(minimum=0.0, strict=True, optional=True),
@@ -167,15 +236,21 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
             fields["binary_models_"] = ListField(cls._binary_model_field, "n_problems")
         return fields
 
-    def _resolve_common(self, X, n_labeled, n_unlabeled):
+    def _resolve_common(self, X, n_labeled, n_unlabeled, weights=None):
         params = self.get_params(deep=False)
+        labeled_weights = None if weights is None else weights.labeled
+        unlabeled_weights = None if weights is None else weights.unlabeled
         if "gamma" in params:
             self._gamma = resolve_semi_supervised_gamma(self.gamma, X)
         if "C" in params:
             self._C = float(self.C)
+            check_margin_weight(self._C, [weight_total(labeled_weights, n_labeled)])
         if "C_star" in params:
             if self.C_star is None:
-                self._C_star = self._C * n_labeled / n_unlabeled if n_unlabeled else 0.0
+                # C n_l / n_u, with the sums of the weights for the counts
+                self._C_star = (self._C * weight_total(labeled_weights, n_labeled)
+                                / weight_total(unlabeled_weights, n_unlabeled)
+                                if n_unlabeled else 0.0)
             else:
                 self._C_star = float(self.C_star)
         if "balance" in params:
@@ -188,14 +263,20 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
 
     @fit_context
     @dask_fit
-    def fit(self, X, y):
-        """Fit on labeled and unlabeled samples.
+    def fit(self, X, y, sample_weight=None):
+        r"""Fit on labeled and unlabeled samples.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Class labels; ``-1`` marks an unlabeled sample.
+        sample_weight : array-like of shape (n_samples,), default=None
+            The weight :math:`s_i` of each sample: a labeled sample's weight (times
+            ``class_weight`` of its class) multiplies its term :math:`C\,l(y_i f(x_i))`, an
+            unlabeled sample's weight its term :math:`C^* u(f(x_j))`; the default ``C_star``
+            is :math:`C \sum_L s_i / \sum_U s_j`, and a sample of weight 0 is left out
+            (see the estimator's ``class_weight`` for what else a weight changes).
 
         Returns
         -------
@@ -204,12 +285,19 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         X, y = validate_training_data(self, X, y, check_targets=False)
         labeled_mask, classes = split_semi_supervised_labels(y, UNLABELED)
         self.classes_ = classes
+        unlabeled_mask = ~labeled_mask
+        weights = self._sample_weights(y, labeled_mask, sample_weight)
+        if weights is not None:
+            # a sample of weight 0 is left out, as if removed
+            labeled_mask, unlabeled_mask = labeled_mask & (weights > 0), unlabeled_mask & (
+                weights > 0)
+            weights = self._split_weights(weights[labeled_mask], weights[unlabeled_mask])
         X_labeled = X[labeled_mask]
-        X_unlabeled = (RowSubset(X, np.flatnonzero(~labeled_mask)) if self._unlabeled_by_rows
-                       else X[~labeled_mask])
+        X_unlabeled = (RowSubset(X, np.flatnonzero(unlabeled_mask)) if self._unlabeled_by_rows
+                       else X[unlabeled_mask])
         y_labeled = y[labeled_mask]
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
-        self._resolve_common(X, n_labeled, n_unlabeled)
+        self._resolve_common(X, n_labeled, n_unlabeled, weights)
         settings = self._resolve_parameters(n_labeled, n_unlabeled, X.shape[1])
         # Estimators without randomness (no random_state parameter) get a fixed generator.
         seed = (self.random_state if "random_state" in self.get_params(deep=False)
@@ -219,46 +307,127 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         results = self._solve_problems(self._fit_binary, [
             (settings, X_labeled, y_signed, X_unlabeled,
              random_state if problem_seed is None else np.random.RandomState(problem_seed),
-             index)
+             index, weights)
             for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))])
         self.binary_models_ = [state for state, _, _ in results]
         self.history_ = self._flat_history([history for _, history, _ in results])
         self.n_iter_ = int(max(n_iter for _, _, n_iter in results))
+        self._calibrate(X, y, None if sample_weight is None else check_sample_weight(
+            sample_weight, X.shape[0]))
+        self._keep_input_precision(X.dtype)
         return self
+
+    def _fold_parameters(self, fraction):
+        """A calibration copy that sees ``fraction`` of the labels: ``C / fraction``, the
+        weight of each labeled loss against the regularizer of the full fit (the default
+        ``C_star`` follows from it and the samples)."""
+        return {"C": self.C / fraction} if "C" in self.get_params(deep=False) else {}
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
         """The record of this fit's resolved hyper-parameters, after the rules between them
         (see the module docstring); ``None`` by default."""
         return None
 
+    def _class_factors(self, y_labeled):
+        """``class_weight`` of each labeled sample's class (``None`` without class
+        weights); ``"balanced"`` from the labels ``y_labeled``."""
+        class_weight = getattr(self, "class_weight", None)
+        if class_weight is None:
+            return None
+        if not np.all(np.isin(y_labeled, self.classes_)):
+            unknown = np.setdiff1d(y_labeled, self.classes_)
+            raise ValueError(f"y holds labels {unknown.tolist()!r} that are not among the "
+                             f"fitted classes {self.classes_.tolist()!r}.")
+        per_class = resolve_class_weights(class_weight, self.classes_, y_labeled)
+        return per_class[np.searchsorted(self.classes_, y_labeled)]
+
+    def _sample_weights(self, y, labeled_mask, sample_weight):
+        """The weight of every sample (``sample_weight`` times ``class_weight`` of a labeled
+        sample's class), checked; ``None`` when every weight is 1 (the unweighted fit)."""
+        if sample_weight is None and getattr(self, "class_weight", None) is None:
+            return None
+        weights = check_sample_weight(sample_weight, y.shape[0])
+        y_labeled = y[labeled_mask]
+        factors = self._class_factors(y_labeled)
+        if factors is not None:
+            weights = weights.copy()  # never the caller's array
+            weights[labeled_mask] *= factors
+        totals = np.bincount(np.searchsorted(self.classes_, y_labeled),
+                             weights=weights[labeled_mask], minlength=len(self.classes_))
+        if np.any(totals <= 0):
+            label = self.classes_[np.flatnonzero(totals <= 0)[0]].tolist()
+            raise ValueError(
+                f"sample_weight and class_weight leave class {label!r} without weight: every "
+                "labeled sample of that class has weight 0, and a semi-supervised fit needs "
+                "labeled samples of each class it predicts. Drop the samples of that class, "
+                "or mark them unlabeled (-1).")
+        return None if np.all(weights == 1.0) else weights
+
+    def _split_weights(self, labeled, unlabeled):
+        """:class:`SampleWeights` of the labeled and unlabeled weights (a part whose weights
+        are all 1 as ``None``), or ``None`` when both are all 1. An estimator whose solver
+        cannot weigh a part refuses it here."""
+        labeled = None if np.all(labeled == 1.0) else labeled
+        unlabeled = None if np.all(unlabeled == 1.0) else unlabeled
+        if labeled is None and unlabeled is None:
+            return None
+        return SampleWeights(labeled, unlabeled)
+
     @dask_input
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes (positive means
-        ``classes_[1]``), (n_samples, n_classes) for more."""
+        ``classes_[1]``), (n_samples, n_classes) for more. A model fitted on float32 data
+        gives float32 values on float32 ``X`` (float64 on float64 ``X``, the promoted type)."""
         check_is_fitted(self, "binary_models_")
         X = validate_prediction_data(self, X)
+        dtype = self._output_dtype(X)
         scores = np.column_stack(
-            [np.asarray(self._decision_binary(X, state), dtype=np.float64)
+            [np.asarray(self._decision_binary(X, state), dtype=dtype)
              for state in self.binary_models_])
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
-    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state):
+    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state, weights=None):
         hinge = MARGIN_LOSSES["hinge"]
         value = 0.5 * float(self._squared_norm_binary(state))
         if X_labeled.shape[0]:
             margins = y_signed * self._decision_binary(X_labeled, state)
-            value += self._C * float(hinge.value(margins).sum())
+            losses = hinge.value(margins)
+            if weights is not None and weights.labeled is not None:
+                losses = weights.labeled * losses
+            value += self._C * float(losses.sum())
         if X_unlabeled.shape[0] and self._C_star > 0:
             outputs = self._decision_binary(X_unlabeled, state)
-            value += self._C_star * float(
-                self._unlabeled_loss.value(outputs, self._unlabeled_parameter).sum())
+            losses = self._unlabeled_loss.value(outputs, self._unlabeled_parameter)
+            if weights is not None and weights.unlabeled is not None:
+                losses = weights.unlabeled * losses
+            value += self._C_star * float(losses.sum())
         return value
 
-    def objective(self, X, y):
+    def objective(self, X, y, sample_weight=None):
         r"""The training objective on ``(X, y)`` (``y == -1`` unlabeled), summed over the
-        one-vs-rest problems:
-        :math:`\sum_k \tfrac12\|f_k\|^2 + C \sum_L \max(0, 1 - y f_k(x)) + C^* \sum_U u(f_k(x))`
-        with the fitted ``C``, ``C^*`` and unlabeled loss."""
+        one-vs-rest problems,
+
+        .. math::
+
+            \sum_k \tfrac12\|f_k\|^2 + C \sum_L s_i \max(0, 1 - y_i f_k(x_i))
+            + C^* \sum_U s_j\, u(f_k(x_j)),
+
+        with the fitted ``C``, ``C^*`` and unlabeled loss, and the weights of ``fit``:
+        :math:`s_i` = ``sample_weight[i]`` times ``class_weight`` of the class of a labeled
+        sample (``"balanced"`` from the labels of ``y``), :math:`s_j` = ``sample_weight[j]``
+        for an unlabeled one.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels; ``-1`` marks an unlabeled sample.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self, "binary_models_")
         X = validate_prediction_data(self, X)
         y = np.asarray(y)
@@ -271,11 +440,18 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
             labeled_mask = y != UNLABELED
         X_labeled, X_unlabeled = X[labeled_mask], X[~labeled_mask]
         y_labeled = y[labeled_mask]
+        weights = None
+        factors = self._class_factors(y_labeled)
+        if sample_weight is not None or factors is not None:
+            every = check_sample_weight(sample_weight, X.shape[0])
+            labeled = every[labeled_mask]
+            weights = SampleWeights(labeled if factors is None else labeled * factors,
+                                    every[~labeled_mask])
         positives = [self.classes_[1]] if len(self.classes_) == 2 else list(self.classes_)
         total = 0.0
         for label, state in zip(positives, self.binary_models_):
             y_signed = np.where(y_labeled == label, 1.0, -1.0)
-            total += self._objective_binary(X_labeled, y_signed, X_unlabeled, state)
+            total += self._objective_binary(X_labeled, y_signed, X_unlabeled, state, weights)
         return float(total)
 
 

@@ -142,6 +142,12 @@ StepSettings = namedtuple("StepSettings", [
 StepSchedule = namedtuple("StepSchedule", [
     "labeled_batches", "unlabeled_batches", "steps", "unlabeled_scales"])
 
+#: The weights of a weighted fit (see :class:`~stochsvm.semi._base.SampleWeights`) as
+#: :func:`bgs3vm_steps` reads them: ``rows`` (one per row of ``X``, labeled first) multiply
+#: each sample's gradient term, ``reference`` (one per reference row) and their sum
+#: ``reference_total`` weigh the mean kernel values of the balancing constraint.
+RowWeights = namedtuple("RowWeights", ["rows", "reference", "reference_total"])
+
 #: The two budget pools, updated in place by :func:`bgs3vm_steps`. Pool ``p`` (0 labeled,
 #: 1 unlabeled) occupies slots ``start[p] : start[p] + size[p]`` of ``sample`` (row
 #: indices), ``coef`` (:math:`\alpha_s`) and ``mean_kernel`` (:math:`\bar k_s`, the mean of
@@ -157,13 +163,14 @@ def schedule_chunk(schedule, begin, end):
 
 
 @numba.njit(cache=True)
-def bgs3vm_steps(X, squared_norms, self_kernel, targets, reference, schedule, settings, pools):
+def bgs3vm_steps(X, squared_norms, self_kernel, targets, reference, schedule, settings, pools,
+                 weights=None):
     r"""Run the budgeted SGD steps of ``schedule`` in place.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
-        All rows, labeled first (dense float64).
+        All rows, labeled first (dense, float64 or float32; products in float64).
     squared_norms, self_kernel : ndarray of shape (n_samples,)
         :math:`\|x_i\|^2` and :math:`k(x_i, x_i)`.
     targets : ndarray of shape (n_samples,)
@@ -179,6 +186,9 @@ def bgs3vm_steps(X, squared_norms, self_kernel, targets, reference, schedule, se
         The support vectors of both budgets; updated in place. With ``settings.balance``,
         the intercept is ``balance_target - sum_s alpha_s mean_kernel[s]``, so that the mean
         output over the reference rows is ``balance_target`` (the balancing constraint).
+    weights : RowWeights or None
+        Sample weights: each gradient term is multiplied by its row's weight and the means
+        over the reference rows are weighted; ``None`` (the default): unweighted.
     """
     labeled_batches = schedule.labeled_batches
     unlabeled_batches = schedule.unlabeled_batches
@@ -226,7 +236,8 @@ def bgs3vm_steps(X, squared_norms, self_kernel, targets, reference, schedule, se
                     sample = pool_sample[slot]
                     dot = 0.0
                     for k in range(n_features):
-                        dot += X[sample, k] * X[row, k]
+                        # widened first: float32 rows give the exact float64 products
+                        dot += float(X[sample, k]) * float(X[row, k])
                     total += pool_coef[slot] * kernel_from_dot(
                         kernel, dot, squared_norms[sample], squared_norms[row], gamma, degree,
                         coef0)
@@ -251,6 +262,8 @@ def bgs3vm_steps(X, squared_norms, self_kernel, targets, reference, schedule, se
                                                      unlabeled_parameter)
                 delta = -eta * unlabeled_scales[t] * gradient
                 p = 1
+            if weights is not None:
+                delta *= weights.rows[row]
             if delta == 0.0:
                 continue
             slot = slot_of_sample[row]
@@ -284,10 +297,16 @@ def bgs3vm_steps(X, squared_norms, self_kernel, targets, reference, schedule, se
                     other = reference[r]
                     dot = 0.0
                     for k in range(n_features):
-                        dot += X[row, k] * X[other, k]
-                    mean_kernel += kernel_from_dot(kernel, dot, squared_norms[row],
-                                                   squared_norms[other], gamma, degree, coef0)
-                pool_mean_kernel[slot] = mean_kernel / reference.shape[0]
+                        dot += float(X[row, k]) * float(X[other, k])
+                    value = kernel_from_dot(kernel, dot, squared_norms[row],
+                                            squared_norms[other], gamma, degree, coef0)
+                    if weights is not None:
+                        value *= weights.reference[r]
+                    mean_kernel += value
+                if weights is not None:
+                    pool_mean_kernel[slot] = mean_kernel / weights.reference_total
+                else:
+                    pool_mean_kernel[slot] = mean_kernel / reference.shape[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -404,6 +423,27 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
     verbose : int, default=0
     callback : callable or None, default=None
         Called with each pass record; returning ``True`` stops the binary problem.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the labeled samples of each class, as in ``SVC``: the weight
+        :math:`s_i` of a labeled sample is ``sample_weight[i] * class_weight[y_i]``
+        (``"balanced"``: :math:`n_l / (k\, n_c)` from the labeled samples); unlabeled samples
+        keep their ``sample_weight``. The same as the matching ``sample_weight``, bit for bit.
+        With weights each new term of a step is multiplied by its sample's weight,
+        :math:`-\eta_t \frac{C n_l}{|B^l_t|} s_i \ell'(f(x_i), y_i)` and
+        :math:`-\eta_t \frac{C^* n_u}{|B^u_t|} s_j u'(f(x_j))` (the batches are uniform, so
+        the step follows the weighted objective
+        :math:`\tfrac12\|f\|^2 + C \sum_L s_i H_1(y_i f(x_i)) + C^* \sum_U s_j u(f(x_j))`);
+        the default ``C_star`` is :math:`C \sum_L s_i / \sum_U s_j`, the balancing
+        constraint holds the weighted mean output over the reference set at :math:`2p - 1`,
+        and ``positive_fraction=None`` takes the weighted labeled class ratio. Samples of
+        weight 0 are left out.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values of labeled samples after the model,
+        as ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``. One
+        copy of the estimator is fitted with the labels of half of the labeled samples
+        withheld (they stay in its fit as unlabeled samples) and scores them
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -464,7 +504,8 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
                  unlabeled_budget=0.2, batch_size=1, n_passes=1, step_size=None,
                  balance=True, positive_fraction=None, balance_samples=1000,
                  unlabeled_ramp_up=0.0, track_objective=True, record_every=None,
-                 n_jobs=None, random_state=None, verbose=0, callback=None):
+                 n_jobs=None, random_state=None, verbose=0, callback=None, class_weight=None,
+                 probability=False):
         self.C = C
         self.C_star = C_star
         self.unlabeled_loss = unlabeled_loss
@@ -488,6 +529,8 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.callback = callback
+        self.class_weight = class_weight
+        self.probability = probability
 
     # ---------------------------------------------------------------- parameters
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
@@ -524,17 +567,19 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
             ramp_up=float(self.unlabeled_ramp_up),
             record_every=None if self.record_every is None else int(self.record_every))
 
-    def _positive_fraction(self, y_signed):
-        return resolve_positive_fraction(self.positive_fraction, y_signed)
+    def _positive_fraction(self, y_signed, weights=None):
+        return resolve_positive_fraction(self.positive_fraction, y_signed,
+                                         None if weights is None else weights.labeled)
 
     # ---------------------------------------------------------------- training
     def _kernel_function(self):
         return KERNEL_CODES[self._kernel_name]
 
-    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
+                    weights=None):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         X_all = _dense_stack(X_labeled, X_unlabeled)
-        squared_norms = np.einsum("ij,ij->i", X_all, X_all)
+        squared_norms = np.einsum("ij,ij->i", X_all, X_all, dtype=np.float64)
         gamma, degree, coef0 = float(self._gamma), float(self.degree), float(self.coef0)
         self_kernel = self_kernel_values(self._kernel_name, squared_norms, gamma, degree,
                                          coef0)
@@ -558,7 +603,7 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
             mean_kernel=np.zeros(slots))
         balance = bool(self._balance and unlabeled_batch > 0)
         if balance:
-            fraction = self._positive_fraction(y_signed)
+            fraction = self._positive_fraction(y_signed, weights)
             balance_target = 2.0 * fraction - 1.0
             size = min(n_unlabeled, settings.balance_samples)
             reference = (n_labeled + np.sort(rng.choice(n_unlabeled, size, replace=False))
@@ -566,6 +611,8 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
         else:
             fraction, balance_target = float("nan"), 0.0
             reference = np.zeros(0, dtype=np.int64)
+        row_weights = None if weights is None else self._row_weights(weights, n_labeled,
+                                                                      n_unlabeled, reference)
         step_settings = StepSettings(
             kernel=self._kernel_function(), gamma=gamma, degree=degree, coef0=coef0,
             labeled_scale=float(self._C * n_labeled / labeled_batch),
@@ -591,7 +638,8 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
             for begin in range(0, iterations_per_pass, chunk):
                 end = min(begin + chunk, iterations_per_pass)
                 bgs3vm_steps(X_all, squared_norms, self_kernel, targets, reference,
-                             schedule_chunk(schedule, begin, end), step_settings, pools)
+                             schedule_chunk(schedule, begin, end), step_settings, pools,
+                             row_weights)
                 iteration += end - begin
                 intercept = 0.0
                 if balance:
@@ -604,13 +652,24 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
                           "unlabeled_support": int(pools.size[1])}
                 if self.track_objective:
                     record["objective"] = self._objective_binary(
-                        X_labeled, y_signed, X_unlabeled, state)
+                        X_labeled, y_signed, X_unlabeled, state, weights)
                 if monitor.record(record):
                     stop = True
                     break
             if stop:
                 break
         return state, monitor.history, iteration
+
+    @staticmethod
+    def _row_weights(weights, n_labeled, n_unlabeled, reference):
+        """The :data:`RowWeights` of a :class:`~stochsvm.semi._base.SampleWeights`: rows
+        labeled first, then unlabeled; the reference rows' weights."""
+        rows = np.concatenate([
+            np.ones(n_labeled) if weights.labeled is None else weights.labeled,
+            np.ones(n_unlabeled) if weights.unlabeled is None else weights.unlabeled])
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+        at_reference = np.ascontiguousarray(rows[reference])
+        return RowWeights(rows, at_reference, float(at_reference.sum()))
 
     @staticmethod
     def _state(X_all, pools, intercept):
@@ -643,7 +702,10 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
 
 
 def _dense_stack(A, B):
-    blocks = [np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)
+    """The rows of ``A`` then ``B``, dense, in their floating dtype (float32 rows are not
+    converted to float64: the compiled steps widen them one by one)."""
+    dtype = np.result_type(A.dtype, B.dtype, np.float32)
+    blocks = [np.asarray(block.toarray() if sp.issparse(block) else block, dtype=dtype)
               for block in (A, B)]
     return np.ascontiguousarray(np.vstack(blocks))
 

@@ -29,7 +29,7 @@ from .._core.monitor import TrainingMonitor
 from .._core.random_features import draw_seed, feature_block, transform_block
 from .._core.sampling import batch_schedule
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
-from ._base import BaseSemiSupervisedClassifier
+from ._base import BaseSemiSupervisedClassifier, weighted_mean
 from .stochastic_schedule import SCHEDULE_PARAMETER_CONSTRAINTS, resolve_stochastic_schedule
 
 __all__ = ["FRS3VM", "FRS3VMSettings", "frs3vm_train"]
@@ -99,18 +99,25 @@ def _linear_scores(X, coef, omega, offset, dtype):
 def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_star,
                  unlabeled_loss, unlabeled_parameter, labeled_batch, unlabeled_batch,
                  n_iterations, step, dtype=np.float64, balance=True, ramp_up=0.0, monitor=None,
-                 record_every=8):
+                 record_every=8, weights=None):
     """Mini-batch SGD on fixed random features (one binary problem).
+
+    ``weights`` (a :class:`~stochsvm.semi._base.SampleWeights`, or ``None``) multiplies each
+    sampled term of the gradient by its sample's weight (an unbiased estimate of the weighted
+    objective's gradient, the batches being uniform); the balancing constraint equates the
+    weighted means.
 
     Returns ``(coef, intercept, history, n_iter)``.
     Twin: :func:`tests.reference_semi.frs3vm_reference`.
     """
+    labeled_sw = None if weights is None else weights.labeled
+    unlabeled_sw = None if weights is None else weights.unlabeled
     n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
     coef = np.zeros(omega.shape[1])
     labeled_weight = C * n_labeled / labeled_batch if labeled_batch else 0.0
     unlabeled_weight = C_star * n_unlabeled / unlabeled_batch if unlabeled_batch else 0.0
     hinge = MARGIN_LOSSES["hinge"]
-    target = float(np.mean(y_signed)) if n_labeled else 0.0
+    target = float(weighted_mean(y_signed, labeled_sw)) if n_labeled else 0.0
     use_balance = balance and n_unlabeled > 0
     intercept = 0.0
     labeled_losses, unlabeled_losses = [], []
@@ -130,16 +137,21 @@ def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_s
         coef_typed = coef.astype(dtype)
         labeled_outputs = (labeled_features @ coef_typed).astype(np.float64)
         unlabeled_outputs = (unlabeled_features @ coef_typed).astype(np.float64)
+        batch_unlabeled_sw = (None if unlabeled_sw is None
+                              else unlabeled_sw[unlabeled_indices])
         if use_balance:
             # balancing constraint: mean f on the unlabeled batch = mean labeled label
-            intercept = target - float(unlabeled_outputs.mean())
+            intercept = target - float(weighted_mean(unlabeled_outputs, batch_unlabeled_sw))
             labeled_outputs += intercept
             unlabeled_outputs += intercept
         signs = y_signed[labeled_indices]
-        labeled_weights = labeled_weight * hinge.derivative(signs * labeled_outputs) * signs
+        factors = signs if labeled_sw is None else signs * labeled_sw[labeled_indices]
+        labeled_weights = labeled_weight * hinge.derivative(signs * labeled_outputs) * factors
         ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
         unlabeled_weights = ramp * unlabeled_weight * unlabeled_loss.derivative(
             unlabeled_outputs, unlabeled_parameter)
+        if batch_unlabeled_sw is not None:
+            unlabeled_weights = unlabeled_weights * batch_unlabeled_sw
         gradient = (labeled_features.T @ labeled_weights.astype(dtype)
                     + unlabeled_features.T @ unlabeled_weights.astype(dtype))
         step = float(steps[iteration])
@@ -162,8 +174,9 @@ def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_s
     if use_balance:
         probe = rng.choice(n_unlabeled, min(n_unlabeled, 4096), replace=False)
         probe.sort()
-        intercept = target - float(
-            _linear_scores(X_unlabeled[probe], coef, omega, offset, dtype).mean())
+        intercept = target - float(weighted_mean(
+            _linear_scores(X_unlabeled[probe], coef, omega, offset, dtype),
+            None if unlabeled_sw is None else unlabeled_sw[probe]))
     history = monitor.history if monitor is not None else []
     return coef, float(intercept), history, n_done
 
@@ -186,6 +199,25 @@ class FRS3VM(BaseSemiSupervisedClassifier):
         Number ``D`` of fixed random features.
     n_passes : float, default=10.0
         Passes over the unlabeled samples when ``max_iter`` is None (the paper runs 10).
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the labeled samples of each class, as in ``SVC``: the weight
+        :math:`s_i` of a labeled sample is ``sample_weight[i] * class_weight[y_i]``
+        (``"balanced"``: :math:`n_l / (k\, n_c)` from the labeled samples); unlabeled samples
+        keep their ``sample_weight``. The same as the matching ``sample_weight``, bit for bit.
+        With weights each sampled term of the step is multiplied by its sample's weight,
+        :math:`w \leftarrow (1 - \gamma) w - \gamma \big(\frac{C n_l}{|B_l|} \sum_{B_l} s\,
+        l'(f(x), y) z(x) + \frac{C^* n_u}{|B_u|} \sum_{B_u} s\, u'(f(x)) z(x)\big)`, an
+        unbiased estimate of the gradient of :math:`\tfrac12\|w\|^2 + C \sum_L s_i
+        l(y_i f(x_i)) + C^* \sum_U s_j u(f(x_j))`; the default ``C_star`` is
+        :math:`C \sum_L s_i / \sum_U s_j` and the balancing constraint equates the weighted
+        means (as in :class:`~stochsvm.TSGS3VM`). Samples of weight 0 are left out.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values of labeled samples after the model,
+        as ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``. One
+        copy of the estimator is fitted with the labels of half of the labeled samples
+        withheld (they stay in its fit as unlabeled samples) and scores them
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -234,7 +266,8 @@ class FRS3VM(BaseSemiSupervisedClassifier):
                  unlabeled_batch_size=None, step_size=0.1, step_schedule="decreasing", theta=1.0,
                  max_iter=None, n_passes=10.0, feature_dtype="float32", balance="auto",
                  unlabeled_ramp_up=0.5, n_jobs=None, random_state=None, verbose=0, callback=None,
-                 record_every=8):
+                 record_every=8, class_weight=None,
+                 probability=False):
         self.C = C
         self.C_star = C_star
         self.kernel = kernel
@@ -257,6 +290,8 @@ class FRS3VM(BaseSemiSupervisedClassifier):
         self.verbose = verbose
         self.callback = callback
         self.record_every = record_every
+        self.class_weight = class_weight
+        self.probability = probability
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
         """The fit's :class:`FRS3VMSettings`, after the rules between parameters (each
@@ -283,7 +318,8 @@ class FRS3VM(BaseSemiSupervisedClassifier):
             n_iterations=n_iterations, step=step, ramp_up=float(self.unlabeled_ramp_up),
             record_every=int(self.record_every))
 
-    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
+                    weights=None):
         seed = draw_seed(rng)
         omega, offset = feature_block(seed, 0, X_labeled.shape[1], settings.n_components,
                                       self._gamma, settings.kernel, settings.dtype)
@@ -296,7 +332,7 @@ class FRS3VM(BaseSemiSupervisedClassifier):
             balance=self._balance, ramp_up=settings.ramp_up,
             monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                     label=f"FRS3VM[{problem_index}] "),
-            record_every=settings.record_every)
+            record_every=settings.record_every, weights=weights)
         state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
                  "offset": offset, "dtype": settings.dtype.name}
         return state, history, n_iter

@@ -91,24 +91,28 @@ def supervised_subset(y_signed, seed):
     return np.sort(subset)
 
 
-def supervised_state(X_labeled, y_signed, *, C, gamma, kernel, seed, block_size, dtype):
+def supervised_state(X_labeled, y_signed, *, C, gamma, kernel, seed, block_size, dtype,
+                     sample_weight=None):
     # ``gamma``: a float, or "scale" / "auto" resolved on ``X_labeled`` as ``SVC`` does on
     # the labeled samples alone
     r"""The binary model of an exact SVM on the labeled samples alone (``C_star = 0``):
-    :math:`\min \tfrac12\|f\|^2 + C \sum_L \max(0, 1 - y (f(x) + b))` solved by libsvm,
-    stored as ``f(x) = \sum_s \beta_s k(x_s, x) + b`` over its support vectors, with no
-    random-feature block: the model of ``SVC(C=C, gamma=gamma)`` fitted on the labels alone
-    (``"scale"`` resolved on the labeled samples, as that ``SVC`` does)."""
+    :math:`\min \tfrac12\|f\|^2 + C \sum_L s_i \max(0, 1 - y_i (f(x_i) + b))` solved by
+    libsvm, stored as ``f(x) = \sum_s \beta_s k(x_s, x) + b`` over its support vectors, with
+    no random-feature block: the model of ``SVC(C=C, gamma=gamma)`` fitted on the labels alone
+    with ``sample_weight`` :math:`s` (``"scale"`` resolved on the labeled samples, as that
+    ``SVC`` does)."""
     from sklearn.svm import SVC
 
     gamma = resolve_semi_supervised_gamma(gamma, X_labeled)
     dense = X_labeled.toarray() if sp.issparse(X_labeled) else np.asarray(X_labeled)
     if kernel == "rbf":
         # libsvm evaluates the kernel rows it needs in a bounded cache: no n_l x n_l matrix
-        machine = SVC(C=C, kernel="rbf", gamma=gamma).fit(dense, y_signed)
+        machine = SVC(C=C, kernel="rbf", gamma=gamma).fit(dense, y_signed,
+                                                          sample_weight=sample_weight)
     else:
         machine = SVC(C=C, kernel="precomputed")
-        machine.fit(kernel_matrix(dense, dense, gamma, kernel), y_signed)
+        machine.fit(kernel_matrix(dense, dense, gamma, kernel), y_signed,
+                    sample_weight=sample_weight)
     support = machine.support_
     # libsvm orders the classes (-1, +1): its decision value is positive for +1
     return {"coefficients": np.zeros(0), "intercept": float(machine.intercept_[0]),

@@ -26,6 +26,7 @@ from .._core.random_features import (
     transform_block,
 )
 from .._core.sampling import batch_schedule
+from ._base import weighted_mean
 
 __all__ = ["random_feature_scores", "tsgs3vm_train", "tsgs3vm_train_shared"]
 
@@ -88,14 +89,14 @@ def random_feature_scores(X, coefficients, n_blocks, block_size, seed, gamma, ke
         return scores
     compute_dtype = dtype if compute_dtype is None else compute_dtype
     single = np.dtype(compute_dtype) == np.float32
-    X = X.astype(compute_dtype, copy=False)
     for columns, group_omega, group_offset in _feature_groups(
             n_blocks, block_size, seed, X.shape[1], gamma, kernel, omega, offset, dtype,
             compute_dtype):
         group_coefficients = coefficients[columns].astype(compute_dtype)
         for start in range(0, n_samples, _ROWS_PER_CHUNK):
             rows = slice(start, min(n_samples, start + _ROWS_PER_CHUNK))
-            projections = X[rows] @ group_omega
+            # X converted a chunk of rows at a time (never all of a float32 X to float64)
+            projections = X[rows].astype(compute_dtype, copy=False) @ group_omega
             if sp.issparse(projections):  # pragma: no cover - CSR @ dense is dense
                 projections = projections.toarray()
             if single:
@@ -108,15 +109,33 @@ def random_feature_scores(X, coefficients, n_blocks, block_size, seed, gamma, ke
     return scores
 
 
+def _weights_of(weights, part):
+    """The ``labeled`` or ``unlabeled`` weights of a :class:`~stochsvm.semi._base.SampleWeights`
+    (``None``: all 1)."""
+    return None if weights is None else getattr(weights, part)
+
+
+def _rows_of(weights, rows):
+    return None if weights is None else weights[rows]
+
+
 def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gamma, kernel,
                   unlabeled_loss, unlabeled_parameter, labeled_batch, unlabeled_batch,
                   n_iterations, block_size, step, cached, dtype=np.float64, balance=True,
-                  ramp_up=0.0, monitor=None, record_every=8, labeled_steps=1):
-    """Alg. 1 of the TSGS3VM paper with mini-batches and lazy scaling (one binary problem).
+                  ramp_up=0.0, monitor=None, record_every=8, labeled_steps=1, weights=None):
+    r"""Alg. 1 of the TSGS3VM paper with mini-batches and lazy scaling (one binary problem).
+
+    ``weights`` (a :class:`~stochsvm.semi._base.SampleWeights`, or ``None``) multiplies each
+    sampled term of the gradient by its sample's weight :math:`s`: with uniform batches,
+    :math:`\frac{C n_l}{|B_l|} \sum_{B_l} s_i l'(f(x_i), y_i) \phi(x_i)` is an unbiased
+    estimate of the labeled gradient :math:`C \sum_L s_i l'(f(x_i), y_i) \phi(x_i)` of the
+    weighted objective (the unlabeled term alike), and the balancing constraint equates the
+    weighted means.
 
     Returns ``(state, history, n_iter)`` as ``_fit_binary`` does.
     Twin: :func:`tests.reference_semi.tsgs3vm_reference`.
     """
+    labeled_sw, unlabeled_sw = _weights_of(weights, "labeled"), _weights_of(weights, "unlabeled")
     n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
     n_features = X_labeled.shape[1]
     m = block_size
@@ -133,7 +152,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
     # the unlabeled samples equals the mean label of the labeled ones, enforced by an intercept
     # set from each unlabeled batch. Without it the unlabeled loss is minimized by sending
     # every unlabeled sample to one class.
-    target = float(np.mean(y_signed)) if n_labeled else 0.0
+    target = float(weighted_mean(y_signed, labeled_sw)) if n_labeled else 0.0
     use_balance = balance and n_unlabeled > 0
     intercept = 0.0
     # The labeled samples are few and revisited every iteration: keep their raw outputs
@@ -173,17 +192,24 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         if incremental:
             outputs = np.concatenate([labeled_raw[labeled_indices], outputs])
         outputs *= scale
+        batch_unlabeled_sw = _rows_of(unlabeled_sw, unlabeled_indices)
         if use_balance:
-            intercept = target - float(outputs[n_batch_labeled:].mean())
+            intercept = target - float(weighted_mean(outputs[n_batch_labeled:],
+                                                     batch_unlabeled_sw))
             outputs += intercept
         labeled_outputs = outputs[:n_batch_labeled]
         unlabeled_outputs = outputs[n_batch_labeled:]
         signs = y_signed[labeled_indices]
+        # the sign of each labeled term of the gradient, times its sample's weight
+        factors = signs if labeled_sw is None else signs * labeled_sw[labeled_indices]
         # eq. (4): u'(f(x)) of Table 2 (the labeled l'(f(x), y) is taken at each step below).
         # Annealing: the unlabeled weight grows linearly over the first ramp_up * T iterations.
         ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
-        unlabeled_weights = (ramp * unlabeled_weight * unlabeled_loss.derivative(
-            unlabeled_outputs, unlabeled_parameter)).astype(dtype)
+        unlabeled_weights = ramp * unlabeled_weight * unlabeled_loss.derivative(
+            unlabeled_outputs, unlabeled_parameter)
+        if batch_unlabeled_sw is not None:
+            unlabeled_weights = unlabeled_weights * batch_unlabeled_sw
+        unlabeled_weights = unlabeled_weights.astype(dtype)
         # Alg. 1, line 4: the block of seed (s, i).
         omega, offset = feature_block(seed, iteration, n_features, m, gamma, kernel, dtype)
         if cached:
@@ -206,7 +232,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
             # eq. (4): l'(f(x), y) = -y when y f(x) < 1, at the current f (kept up to date on
             # the batch, O(|B_l| m)); further steps reuse the iteration's unlabeled gradient.
             labeled_weights = (labeled_weight * hinge.derivative(signs * current)
-                               * signs).astype(dtype)
+                               * factors).astype(dtype)
             gradient = batch_labeled_features.T @ labeled_weights + unlabeled_gradient
             # eq. (7), Alg. 1 lines 7-8: alpha_i = -gamma xi_i(phi_i), alpha_j *= (1 - gamma).
             block *= 1.0 - step
@@ -254,7 +280,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         else:
             probe_scores = random_feature_scores(X_unlabeled[probe], coefficients, n_done, m,
                                                  seed, gamma, kernel, dtype=dtype)
-        intercept = target - float(probe_scores.mean())
+        intercept = target - float(weighted_mean(probe_scores, _rows_of(unlabeled_sw, probe)))
     state = {"coefficients": coefficients, "intercept": float(intercept), "seed": int(seed),
              "n_blocks": int(n_done), "block_size": int(m), "gamma": float(gamma),
              "kernel": str(kernel), "dtype": np.dtype(dtype).name}
@@ -279,7 +305,6 @@ def _scores_of_models(X, coefficients, n_blocks, block_size, seed, gamma, kernel
     if n_blocks == 0 or n_samples == 0:
         return scores
     single = np.dtype(dtype) == np.float32
-    X = X.astype(dtype, copy=False)
     for columns, group_omega, group_offset in _feature_groups(
             n_blocks, block_size, seed, X.shape[1], gamma, kernel, omega, offset, dtype, dtype):
         group_coefficients = coefficients[columns].astype(dtype)
@@ -288,9 +313,10 @@ def _scores_of_models(X, coefficients, n_blocks, block_size, seed, gamma, kernel
             partial = np.zeros((_ROWS_PER_CHUNK, coefficients.shape[1]), dtype=np.float32)
         for start in range(0, n_samples, _ROWS_PER_CHUNK):
             rows = slice(start, min(n_samples, start + _ROWS_PER_CHUNK))
+            block = X[rows].astype(dtype, copy=False)  # a chunk of rows at a time
             if single:
                 # cos(Omega^T x + b) of eq. (2) once per row, summed for every model
-                projections = X[rows] @ group_omega
+                projections = block @ group_omega
                 if sp.issparse(projections):  # pragma: no cover - CSR @ dense is dense
                     projections = projections.toarray()
                 chunk = partial[:projections.shape[0]]
@@ -300,7 +326,7 @@ def _scores_of_models(X, coefficients, n_blocks, block_size, seed, gamma, kernel
                 scores[rows] += math.sqrt(2.0 / block_size) * chunk
             else:
                 # sqrt(2/m) cos(Omega^T x + b), the features of eq. (2), block by block
-                features = transform_block(X[rows], group_omega, group_offset,
+                features = transform_block(block, group_omega, group_offset,
                                            n_components=block_size)
                 scores[rows] += features @ group_coefficients
     return scores
@@ -310,7 +336,7 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
                          gamma, kernel, unlabeled_loss, unlabeled_parameter, labeled_batch,
                          unlabeled_batch, n_iterations, block_size, step, cached,
                          dtype=np.float64, balance=True, ramp_up=0.0, monitor=None,
-                         record_every=8, labeled_steps=1):
+                         record_every=8, labeled_steps=1, weights=None):
     r"""Alg. 1 of the TSGS3VM paper for several models in one pass over the unlabeled samples.
 
     Model ``k`` is the S3VM of the labeled samples ``subsets[k]`` (indices into
@@ -330,9 +356,13 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
     labels and the ``safe_folds`` fold models are trained together, at about the cost of one
     fit.
 
+    ``weights`` (a :class:`~stochsvm.semi._base.SampleWeights`, or ``None``) weighs the terms
+    as in :func:`tsgs3vm_train`, each model on the weights of its labeled samples.
+
     Returns ``(states, history, n_iter)``: one state per subset, as :func:`tsgs3vm_train`
     returns, and the history records of model 0.
     """
+    labeled_sw, unlabeled_sw = _weights_of(weights, "labeled"), _weights_of(weights, "unlabeled")
     subsets = [np.asarray(subset, dtype=np.intp) for subset in subsets]
     n_models = len(subsets)
     n_unlabeled = X_unlabeled.shape[0]
@@ -352,8 +382,8 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
     labeled_losses, unlabeled_losses = [], []
     # the balancing constraint of tsgs3vm_train, per model: mean of f + b on the unlabeled
     # batch = mean label of the model's labeled samples
-    targets = np.array([float(np.mean(y_signed[subset])) if subset.size else 0.0
-                        for subset in subsets])
+    targets = np.array([float(weighted_mean(y_signed[subset], _rows_of(labeled_sw, subset)))
+                        if subset.size else 0.0 for subset in subsets])
     use_balance = balance and n_unlabeled > 0
     intercepts = np.zeros(n_models)
     labeled_raw = np.zeros((X_labeled.shape[0], n_models))
@@ -379,13 +409,17 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
             unlabeled_outputs = _scores_of_models(batch, coefficients[:columns], iteration, m,
                                                   seed, gamma, kernel, dtype=dtype)
         unlabeled_outputs *= scale
+        batch_unlabeled_sw = _rows_of(unlabeled_sw, unlabeled_indices)
         if use_balance:
-            intercepts = targets - unlabeled_outputs.mean(axis=0)
+            intercepts = targets - weighted_mean(unlabeled_outputs, batch_unlabeled_sw)
             unlabeled_outputs += intercepts
         # eq. (4): u'(f(x)) of Table 2, with the annealed weight of tsgs3vm_train
         ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
-        derivatives = (ramp * unlabeled_weights * unlabeled_loss.derivative(
-            unlabeled_outputs, unlabeled_parameter)).astype(dtype)
+        derivatives = ramp * unlabeled_weights * unlabeled_loss.derivative(
+            unlabeled_outputs, unlabeled_parameter)
+        if batch_unlabeled_sw is not None:
+            derivatives = derivatives * batch_unlabeled_sw[:, None]
+        derivatives = derivatives.astype(dtype)
         # Alg. 1, line 4: the block of seed (s, i), shared by every model
         omega, offset = feature_block(seed, iteration, n_features, m, gamma, kernel, dtype)
         if cached:
@@ -402,6 +436,7 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
                                                               replace=False)])
             features = labeled_features[labeled_indices]
             signs = y_signed[labeled_indices]
+            factors = signs if labeled_sw is None else signs * labeled_sw[labeled_indices]
             intercept = float(intercepts[model])
             current = labeled_raw[labeled_indices, model] * scale + intercept
             if model == 0:
@@ -412,9 +447,9 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
             for sub in range(labeled_steps):
                 gamma_step = float(steps[iteration, sub])
                 # eq. (4): l'(f(x), y) = -y where y f(x) < 1, at the current f
-                weights = (labeled_weights[model] * hinge.derivative(signs * current)
-                           * signs).astype(dtype)
-                gradient = features.T @ weights + unlabeled_gradients[:, model]
+                terms = (labeled_weights[model] * hinge.derivative(signs * current)
+                         * factors).astype(dtype)
+                gradient = features.T @ terms + unlabeled_gradients[:, model]
                 # eq. (7): alpha_i = -gamma xi_i(phi_i); the old blocks shrink below
                 block *= 1.0 - gamma_step
                 block -= gamma_step * gradient
@@ -455,7 +490,7 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
         else:
             probe_scores = _scores_of_models(X_unlabeled[probe], coefficients, n_done, m, seed,
                                              gamma, kernel, dtype=dtype)
-        intercepts = targets - probe_scores.mean(axis=0)
+        intercepts = targets - weighted_mean(probe_scores, _rows_of(unlabeled_sw, probe))
     states = []
     for model in range(n_models):
         state = {"coefficients": np.ascontiguousarray(coefficients[:, model]),

@@ -49,7 +49,7 @@ from .._core.kernels import resolve_kernel_dtype
 from .._core.monitor import TrainingMonitor
 from .._core.random_features import RANDOM_FEATURE_KERNELS, draw_seed
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
-from ._base import BaseSemiSupervisedClassifier
+from ._base import BaseSemiSupervisedClassifier, weight_total
 from .safe_selection import (
     MINIMUM_CHECKED_LABELS,
     kernel_matrix,
@@ -272,6 +272,34 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         Called with each history record; returning ``True`` stops training.
     record_every : int, default=8
         Iterations between history records.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the labeled samples of each class, as in ``SVC``: the weight
+        :math:`s_i` of a labeled sample is ``sample_weight[i] * class_weight[y_i]``
+        (``"balanced"``: :math:`n_l / (k\, n_c)` from the labeled samples); unlabeled samples
+        have no class and keep their ``sample_weight``. The same as the matching
+        ``sample_weight``, bit for bit. With weights, each sampled term of the triply
+        stochastic gradient is multiplied by its sample's weight,
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values of labeled samples after the model,
+        as ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``. One
+        copy of the estimator is fitted with the labels of half of the labeled samples
+        withheld (they stay in its fit as unlabeled samples) and scores them
+        (:mod:`stochsvm._core.probability`).
+
+        .. math::
+
+            \alpha_i = -\gamma_i \Big( \frac{C n_l}{|B_l|} \sum_{B_l} s\, l'(f(x), y)\,
+            \phi_i(x) + \frac{C^* n_u}{|B_u|} \sum_{B_u} s\, u'(f(x))\, \phi_i(x) \Big),
+
+        an unbiased estimate (the batches are uniform) of the functional gradient of
+        :math:`\tfrac12\|f\|^2 + C \sum_L s_i l(y_i f(x_i)) + C^* \sum_U s_j u(f(x_j))`;
+        the default ``C_star`` is :math:`C \sum_L s_i / \sum_U s_j`, the balancing
+        constraint equates the weighted mean output over the unlabeled samples with the
+        weighted mean label, and the supervised check's ``SVC`` models train with the labeled
+        weights (its held-out comparison counts each held-out label once: a statistical test
+        on counts, which weights would not keep). ``labeled_steps="auto"`` and the batch
+        sizes count samples. Samples of weight 0 are left out.
 
     Attributes
     ----------
@@ -387,7 +415,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                  step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=1.0,
                  feature_cache="cached", n_jobs=None, random_state=None, feature_dtype="float32",
                  balance="auto", unlabeled_ramp_up=0.5, labeled_steps="auto", safe_folds=3,
-                 verbose=0, callback=None, record_every=8):
+                 verbose=0, callback=None, record_every=8, class_weight=None,
+                 probability=False):
         self.C = C
         self.C_star = C_star
         self.kernel = kernel
@@ -413,6 +442,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         self.verbose = verbose
         self.callback = callback
         self.record_every = record_every
+        self.class_weight = class_weight
+        self.probability = probability
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
         """The fit's :class:`TSGS3VMSettings`, after the rules between parameters (each
@@ -459,7 +490,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             # the width of the supervised SVC: "scale" is resolved on its labeled samples
             supervised_gamma=self.gamma if isinstance(self.gamma, str) else self._gamma)
 
-    def _train(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor):
+    def _train(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
+               weights=None):
         # a fold of the labeled samples keeps the schedule resolved for all of them
         n_labeled = X_labeled.shape[0]
         return tsgs3vm_train(
@@ -471,9 +503,10 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             block_size=settings.block_size, step=settings.step, cached=settings.cached,
             dtype=settings.dtype, balance=self._balance, ramp_up=settings.ramp_up,
             labeled_steps=settings.labeled_steps, monitor=monitor,
-            record_every=settings.record_every)
+            record_every=settings.record_every, weights=weights)
 
-    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
+                    weights=None):
         seed = draw_seed(rng)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"TSGS3VM[{problem_index}] ")
@@ -482,18 +515,21 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             if (y_signed.shape[0] < MINIMUM_CHECKED_LABELS or counts.size < 2
                     or counts.min() < settings.safe_folds):
                 # too few labels for the check to tell a gain from noise: the SVC
-                return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor)
+                return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor,
+                                                 weights)
             from sklearn.model_selection import StratifiedKFold
 
             folds = StratifiedKFold(settings.safe_folds, shuffle=True,
                                     random_state=int(rng.randint(2 ** 31 - 1)))
             return self._fit_checked(settings, X_labeled, y_signed, X_unlabeled, rng, seed,
                                      monitor,
-                                     list(folds.split(np.zeros(len(y_signed)), y_signed)))
-        return self._train(settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor)
+                                     list(folds.split(np.zeros(len(y_signed)), y_signed)),
+                                     weights)
+        return self._train(settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
+                           weights)
 
     def _fit_checked(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
-                     folds):
+                     folds, weights=None):
         r"""The S3VM on all the labels, kept when it passes the supervised check, else the
         exact ``SVC`` on the labels (:func:`~stochsvm.semi.safe_selection.supervised_state`).
 
@@ -503,12 +539,18 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         (:func:`~stochsvm.semi.triply_stochastic.tsgs3vm_train_shared`). Each fold model and an exact ``SVC`` on the same
         labels (same ``C``, kernel and ``gamma``) classify the held-out labels; the counts of
         disagreements decide (:func:`~stochsvm.semi.safe_selection.unlabeled_term_passes`).
-        ``settings`` is the fit's :class:`TSGS3VMSettings`.
+        ``settings`` is the fit's :class:`TSGS3VMSettings`, ``weights`` the fit's
+        :class:`~stochsvm.semi._base.SampleWeights` or ``None``.
         """
         n_unlabeled = X_unlabeled.shape[0]
+        labeled_sw = None if weights is None else weights.labeled
+        unlabeled_total = weight_total(None if weights is None else weights.unlabeled,
+                                       n_unlabeled)
         subsets = [np.arange(y_signed.shape[0])] + [train for train, _ in folds]
         if self.C_star is None:
-            C_star = [self._C * subset.size / n_unlabeled for subset in subsets]
+            C_star = [self._C * weight_total(None if labeled_sw is None else labeled_sw[subset],
+                                             subset.size) / unlabeled_total
+                      for subset in subsets]
         else:
             C_star = self._C_star
         states, history, n_iter = tsgs3vm_train_shared(
@@ -521,7 +563,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             step=settings.step, cached=settings.cached, dtype=settings.dtype,
             balance=self._balance, ramp_up=settings.ramp_up,
             labeled_steps=settings.labeled_steps, monitor=monitor,
-            record_every=settings.record_every)
+            record_every=settings.record_every, weights=weights)
         semi_wins = supervised_wins = 0
         for (train, held_out), state in zip(folds, states[1:]):
             train = train[supervised_subset(y_signed[train], seed)]
@@ -529,7 +571,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                                           gamma=settings.supervised_gamma,
                                           kernel=settings.kernel, seed=seed,
                                           block_size=settings.block_size,
-                                          dtype=settings.dtype)
+                                          dtype=settings.dtype,
+                                          sample_weight=None if labeled_sw is None
+                                          else labeled_sw[train])
             truth = y_signed[held_out]
             semi_right = np.where(self._decision_binary(X_labeled[held_out], state) > 0,
                                   1.0, -1.0) == truth
@@ -539,19 +583,21 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             supervised_wins += int(np.sum(supervised_right & ~semi_right))
         if unlabeled_term_passes(semi_wins, supervised_wins):
             return states[0], history, n_iter
-        return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor)
+        return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor, weights)
 
-    def _supervised_fallback(self, settings, X_labeled, y_signed, seed, monitor):
+    def _supervised_fallback(self, settings, X_labeled, y_signed, seed, monitor, weights=None):
         """The exact ``SVC`` on the labels (:func:`~stochsvm.semi.safe_selection.supervised_state`; on at most
         :data:`~stochsvm.semi.safe_selection.MAXIMUM_CHECKED_LABELS` of them, :func:`~stochsvm.semi.safe_selection.supervised_subset`), with one history
         record (``supervised_fallback``: True; the callback sees it as any record).
         ``settings`` is the fit's :class:`TSGS3VMSettings`."""
         subset = supervised_subset(y_signed, seed)
         X_labeled, y_signed = X_labeled[subset], y_signed[subset]
+        labeled_sw = None if weights is None or weights.labeled is None else \
+            weights.labeled[subset]
         state = supervised_state(X_labeled, y_signed, C=self._C,
                                  gamma=settings.supervised_gamma, kernel=settings.kernel,
                                  seed=seed, block_size=settings.block_size,
-                                 dtype=settings.dtype)
+                                 dtype=settings.dtype, sample_weight=labeled_sw)
         margins = y_signed * self._decision_binary(X_labeled, state)
         monitor.record({"iteration": 0, "samples_seen": int(y_signed.shape[0]),
                         "labeled_loss": float(np.maximum(0.0, 1.0 - margins).mean()),

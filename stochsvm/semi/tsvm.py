@@ -79,6 +79,15 @@ more than ``max_samples`` samples (use :class:`stochsvm.semi.tsgs3vm.TSGS3VM` be
     :math:`\sigma` repeat (the step would return the same solution) or after ``max_iter`` steps.
     The starting point is the balanced SVM on the labeled samples alone (the step with no
     unlabeled term), Collobert et al.'s initialization.
+
+Sample weights (``sample_weight``, ``class_weight``; :mod:`stochsvm.semi._base`) multiply the
+costs of the convex sub-problems sample by sample, :math:`c_i = C s_i` and
+:math:`c_j = C^* s_j`, so every SVM is still solved exactly; the labeled class ratio of the
+default ``positive_fraction`` is weighted. CCCPTSVM weighs its balancing constraint too:
+:math:`\sum_U s_j f(x_j) / \sum_U s_j = \zeta`, the kernel centred on the weighted
+unlabeled mean. SelfLabelingTSVM's constraint counts imputed labels (:math:`k` positives),
+in which a weight per unlabeled sample has no meaning: it refuses unlabeled weights that
+differ (one common weight scales :math:`C^*`).
 """
 
 from __future__ import annotations
@@ -87,7 +96,6 @@ import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
@@ -99,8 +107,11 @@ from .._core.losses import get_unlabeled_loss
 from .._core.monitor import TrainingMonitor
 from .._core.state import ArrayField, DictField, FloatField, StrField
 from ._base import BaseSemiSupervisedClassifier
+from .box_qp import box_qp_coordinate_descent, solve_box_qp
 
-__all__ = ["SelfLabelingTSVM", "CCCPTSVM", "ExactTSVMSettings"]
+# box_qp_coordinate_descent: the compiled loop of solve_box_qp, kept importable from here
+__all__ = ["SelfLabelingTSVM", "CCCPTSVM", "ExactTSVMSettings", "box_qp_coordinate_descent",
+           "solve_box_qp"]
 
 # Joachims' starting value of the annealed unlabeled costs (S3VMlight).
 _ANNEAL_START = 1e-5
@@ -110,10 +121,9 @@ _ANNEAL_START = 1e-5
 # helpers shared with the other kernel-expansion models of this package
 # --------------------------------------------------------------------------------------
 def _dense_rows(X):
-    """Rows as a float64 ndarray (support vectors are stored dense so models save as arrays)."""
-    if sp.issparse(X):
-        return np.asarray(X.toarray(), dtype=np.float64)
-    return np.asarray(X, dtype=np.float64)
+    """Rows as a dense float64 (float32 rows: float32) ndarray, so that models save as arrays."""
+    dtype = np.result_type(X.dtype, np.float32)
+    return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=dtype)
 
 
 def _stack_rows(A, B):
@@ -122,11 +132,14 @@ def _stack_rows(A, B):
     return np.vstack([A, B])
 
 
-def resolve_positive_fraction(value, y_signed):
+def resolve_positive_fraction(value, y_signed, weights=None):
     """The share :math:`p` of positives expected among the unlabeled samples: ``value`` (a
     ``positive_fraction`` in (0, 1), checked by the estimator's ``_parameter_constraints``)
-    as a float, or for ``None`` the labeled ratio of positives of ``y_signed``."""
+    as a float, or for ``None`` the labeled ratio of positives of ``y_signed`` (weighted by
+    ``weights``, the labeled sample weights, when given)."""
     if value is None:
+        if weights is not None:
+            return float(np.sum(weights * (y_signed > 0)) / np.sum(weights))
         return float(np.mean(y_signed > 0))
     return float(value)
 
@@ -261,6 +274,19 @@ def _hinge(t):
     return np.maximum(0.0, 1.0 - t)
 
 
+def _check_common_unlabeled_weight(weights):
+    """The one weight of the unlabeled samples of :class:`SelfLabelingTSVM` (1.0 when there
+    are none); a ``ValueError`` when they differ."""
+    if weights.size and np.any(weights != weights[0]):
+        raise ValueError(
+            "SelfLabelingTSVM takes no sample_weight that differs between unlabeled samples: "
+            "its balancing constraint fixes the number of positive imputed labels, "
+            "round(p n_u), a count in which a weight per sample has no meaning. Give the "
+            "unlabeled samples one common weight (0 leaves a sample out), or use CCCPTSVM, "
+            "whose balancing constraint weighs them.")
+    return float(weights[0]) if weights.size else 1.0
+
+
 # --------------------------------------------------------------------------------------
 # S3VMlight-style label switching
 # --------------------------------------------------------------------------------------
@@ -337,6 +363,23 @@ class SelfLabelingTSVM(_KernelExpansionModel):
     verbose : int, default=0
     callback : callable or None, default=None
         Called with each history record; returning ``True`` stops the binary problem.
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the labeled samples of each class, as in ``SVC``: a labeled
+        sample's cost is :math:`C s_i`, :math:`s_i` = ``sample_weight[i] * class_weight[y_i]``
+        (``"balanced"``: :math:`n_l / (k\, n_c)` from the labeled samples), and the default
+        ``positive_fraction`` is the weighted labeled ratio. The same as the matching
+        ``sample_weight``, bit for bit. The unlabeled samples must share one
+        ``sample_weight`` :math:`c` (their costs are :math:`c\, C^*_\pm`): the balancing
+        constraint counts :math:`k = \operatorname{round}(p\, n_u)` positive imputed labels,
+        a count in which a weight per sample has no meaning, and differing weights are
+        refused. Samples of weight 0 are left out.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values of labeled samples after the model,
+        as ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``. One
+        copy of the estimator is fitted with the labels of half of the labeled samples
+        withheld (they stay in its fit as unlabeled samples) and scores them
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -344,7 +387,7 @@ class SelfLabelingTSVM(_KernelExpansionModel):
     binary_models_ : list of dict
         Per binary problem: ``support_vectors``, ``coef``, ``intercept``,
         ``positive_fraction``, ``unlabeled_labels`` (the imputed labels, in the order of the
-        unlabeled samples in ``X``).
+        unlabeled samples in ``X``, those of weight 0 left out).
     history_ : list of dict
         One record per SVM training: ``iteration``, ``stage`` (cost level),
         ``C_star_positive``, ``C_star_negative``, ``objective`` (the TSVM objective at that
@@ -363,7 +406,8 @@ class SelfLabelingTSVM(_KernelExpansionModel):
 
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale", degree=3, coef0=0.0,
                  positive_fraction=None, max_iter=1000, tol=1e-6, max_samples=5000, n_jobs=None,
-                 verbose=0, callback=None):
+                 verbose=0, callback=None, class_weight=None,
+                 probability=False):
         self.C = C
         self.C_star = C_star
         self.kernel = kernel
@@ -377,6 +421,12 @@ class SelfLabelingTSVM(_KernelExpansionModel):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.callback = callback
+        self.class_weight = class_weight
+        self.probability = probability
+
+    def _split_weights(self, labeled, unlabeled):
+        _check_common_unlabeled_weight(unlabeled)
+        return super()._split_weights(labeled, unlabeled)
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
         settings = super()._resolve_parameters(n_labeled, n_unlabeled, n_features)
@@ -386,17 +436,22 @@ class SelfLabelingTSVM(_KernelExpansionModel):
         self._unlabeled_parameter = 0.0
         return settings
 
-    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
+                    weights=None):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         X_all = _stack_rows(X_labeled, X_unlabeled)
         gram = self._kernel_values(X_all, X_all)
-        fraction = resolve_positive_fraction(self.positive_fraction, y_signed)
+        labeled_sw = None if weights is None else weights.labeled
+        # the unlabeled samples' one common weight (_check_common_unlabeled_weight)
+        common = 1.0 if weights is None or weights.unlabeled is None else float(
+            weights.unlabeled[0])
+        fraction = resolve_positive_fraction(self.positive_fraction, y_signed, labeled_sw)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"SelfLabelingTSVM[{problem_index}] ")
         labeled = slice(0, n_labeled)
         unlabeled = slice(n_labeled, n_labeled + n_unlabeled)
         costs = np.zeros(n_labeled + n_unlabeled)
-        costs[labeled] = self._C
+        costs[labeled] = self._C if labeled_sw is None else self._C * labeled_sw
         labels = np.concatenate([y_signed, np.zeros(n_unlabeled)])
         coef, intercept = fit_weighted_svc(gram, labels, costs, settings.tol)
         iteration = 1
@@ -430,6 +485,8 @@ class SelfLabelingTSVM(_KernelExpansionModel):
                     break
                 labels[unlabeled] = imputed
                 costs[unlabeled] = np.where(imputed > 0, cost_positive, cost_negative)
+                if common != 1.0:
+                    costs[unlabeled] *= common
                 coef, intercept = fit_weighted_svc(gram, labels, costs, settings.tol)
                 iteration += 1
                 outputs = gram @ coef + intercept
@@ -441,7 +498,8 @@ class SelfLabelingTSVM(_KernelExpansionModel):
                     stopped = True
                     break
                 positives, negatives = switching_pairs(outputs[unlabeled], imputed,
-                                                       cost_positive, cost_negative)
+                                                       common * cost_positive,
+                                                       common * cost_negative)
                 if len(positives) == 0:
                     break
                 imputed[positives] = -1.0
@@ -461,89 +519,31 @@ class SelfLabelingTSVM(_KernelExpansionModel):
         extra["unlabeled_labels"] = imputed.copy()
         return _expansion_state(X_all, coef, intercept, extra), monitor.history, iteration
 
-    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state):
-        r"""TSVM objective: :math:`\tfrac12\|w\|^2 + C\sum_L H_1(y f) + C^* \min_{\hat y}
-        \sum_U H_1(\hat y f)` over labelings with ``round(p n_u)`` positives."""
+    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state, weights=None):
+        r"""TSVM objective: :math:`\tfrac12\|w\|^2 + C\sum_L s_i H_1(y f) + C^* c
+        \min_{\hat y} \sum_U H_1(\hat y f)` over labelings with ``round(p n_u)`` positives
+        (:math:`c` the unlabeled samples' common weight; those of weight 0 left out)."""
         value = 0.5 * self._squared_norm_binary(state)
+        labeled_sw, common = None, 1.0
+        if weights is not None and weights.labeled is not None:
+            labeled_sw = weights.labeled
+        if weights is not None and weights.unlabeled is not None:
+            X_unlabeled = X_unlabeled[weights.unlabeled > 0]
+            common = _check_common_unlabeled_weight(weights.unlabeled[weights.unlabeled > 0])
         if X_labeled.shape[0]:
-            value += self._C * float(_hinge(y_signed * self._decision_binary(X_labeled,
-                                                                              state)).sum())
+            losses = _hinge(y_signed * self._decision_binary(X_labeled, state))
+            value += self._C * float((losses if labeled_sw is None else labeled_sw * losses)
+                                     .sum())
         if X_unlabeled.shape[0] and self._C_star > 0:
             n_positive = int(round(float(state["positive_fraction"]) * X_unlabeled.shape[0]))
-            value += self._C_star * balanced_labeling_loss(
-                self._decision_binary(X_unlabeled, state), n_positive)
+            loss = balanced_labeling_loss(self._decision_binary(X_unlabeled, state), n_positive)
+            value += self._C_star * (loss if common == 1.0 else common * loss)
         return value
 
 
 # --------------------------------------------------------------------------------------
 # CCCP on the ramp loss with the balancing constraint
 # --------------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def box_qp_coordinate_descent(quadratic, upper, a, gradient, tol, max_epochs):
-    """Cyclic exact coordinate minimization of ``1/2 a'Qa - m'a`` over ``0 <= a <= c``.
-
-    ``a`` and ``gradient`` (``= Q a - m``) are updated in place. One epoch visits every
-    coordinate once; the loop stops after the first epoch that starts with a largest
-    projected-gradient violation ``<= tol``. Returns the number of epochs run.
-    """
-    n = a.shape[0]
-    for epoch in range(max_epochs):
-        violation = 0.0
-        for i in range(n):
-            g = gradient[i]
-            if a[i] <= 0.0:
-                v = -g if g < 0.0 else 0.0
-            elif a[i] >= upper[i]:
-                v = g if g > 0.0 else 0.0
-            else:
-                v = abs(g)
-            if v > violation:
-                violation = v
-        if violation <= tol:
-            return epoch
-        for i in range(n):
-            diagonal = quadratic[i, i]
-            if diagonal > 1e-14:
-                target = a[i] - gradient[i] / diagonal
-            elif gradient[i] < 0.0:
-                target = upper[i]
-            else:
-                target = 0.0
-            if target < 0.0:
-                target = 0.0
-            elif target > upper[i]:
-                target = upper[i]
-            delta = target - a[i]
-            if delta != 0.0:
-                a[i] = target
-                row = quadratic[i]
-                for j in range(n):
-                    gradient[j] += delta * row[j]
-    return max_epochs
-
-
-def solve_box_qp(quadratic, linear, upper, start=None, tol=1e-9, max_epochs=100000):
-    r"""Minimize :math:`\tfrac12 a^\top Q a - m^\top a` over :math:`0 \le a \le c`.
-
-    Exact cyclic coordinate descent (the dual coordinate method of LIBLINEAR without shrinking)
-    until the largest projected-gradient violation is at most ``tol``. ``Q`` must be positive
-    semi-definite. Returns ``(a, value, epochs)``.
-    """
-    n = len(linear)
-    if n == 0:
-        return np.zeros(0), 0.0, 0
-    quadratic = np.ascontiguousarray(quadratic, dtype=np.float64)
-    linear = np.asarray(linear, dtype=np.float64)
-    upper = np.asarray(upper, dtype=np.float64)
-    a = np.zeros(n) if start is None else np.clip(np.asarray(start, dtype=np.float64), 0.0,
-                                                     upper)
-    gradient = quadratic @ a - linear
-    epochs = box_qp_coordinate_descent(quadratic, upper, a, gradient, float(tol),
-                                       int(max_epochs))
-    value = 0.5 * a @ (quadratic @ a) - linear @ a
-    return a, float(value), int(epochs)
-
-
 def ramp_pair_loss(outputs, s):
     r"""Symmetric ramp :math:`R_s(t) + R_s(-t)`, :math:`R_s = H_1 - H_s` (element-wise)."""
     outputs = np.asarray(outputs, dtype=np.float64)
@@ -614,6 +614,24 @@ class CCCPTSVM(_KernelExpansionModel):
         core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
     verbose : int, default=0
     callback : callable or None, default=None
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies ``C`` for the labeled samples of each class, as in ``SVC``: the weight
+        :math:`s_i` of a labeled sample is ``sample_weight[i] * class_weight[y_i]``
+        (``"balanced"``: :math:`n_l / (k\, n_c)` from the labeled samples), of an unlabeled
+        one its ``sample_weight``. The same as the matching ``sample_weight``, bit for bit.
+        Each convex step has the costs :math:`c_i = C s_i` and :math:`c_j = C^* s_j`; the
+        default ``C_star`` is :math:`C \sum_L s_i / \sum_U s_j`, the balancing constraint is
+        :math:`\sum_U s_j f(x_j) / \sum_U s_j = 2p - 1` (the kernel centred on the weighted
+        unlabeled mean), and ``positive_fraction=None`` takes the weighted labeled ratio: a
+        sample of integer weight :math:`k` is :math:`k` copies of it. Samples of weight 0
+        are left out.
+    probability : bool, default=False
+        Fit Platt's sigmoid on held-out decision values of labeled samples after the model,
+        as ``sklearn.svm.SVC(probability=True)`` does, for :meth:`predict_proba` and
+        :meth:`predict_log_proba`; the model itself is the one of ``probability=False``. One
+        copy of the estimator is fitted with the labels of half of the labeled samples
+        withheld (they stay in its fit as unlabeled samples) and scores them
+        (:mod:`stochsvm._core.probability`).
 
     Attributes
     ----------
@@ -635,7 +653,8 @@ class CCCPTSVM(_KernelExpansionModel):
 
     def __init__(self, C=1.0, C_star=None, ramp_s=-0.3, kernel="rbf", gamma="scale", degree=3,
                  coef0=0.0, positive_fraction=None, max_iter=50, tol=1e-9, max_samples=5000,
-                 n_jobs=None, verbose=0, callback=None):
+                 n_jobs=None, verbose=0, callback=None, class_weight=None,
+                 probability=False):
         self.C = C
         self.C_star = C_star
         self.ramp_s = ramp_s
@@ -650,6 +669,8 @@ class CCCPTSVM(_KernelExpansionModel):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.callback = callback
+        self.class_weight = class_weight
+        self.probability = probability
 
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
         settings = super()._resolve_parameters(n_labeled, n_unlabeled, n_features)
@@ -661,19 +682,28 @@ class CCCPTSVM(_KernelExpansionModel):
         self._unlabeled_parameter = float(self.ramp_s)
         return settings
 
-    def _ramp_objective(self, coef_norm, outputs_labeled, y_signed, outputs_unlabeled):
-        value = 0.5 * coef_norm + self._C * float(_hinge(y_signed * outputs_labeled).sum())
+    def _ramp_objective(self, coef_norm, outputs_labeled, y_signed, outputs_unlabeled,
+                        weights=None):
+        labeled_sw, unlabeled_sw = (None, None) if weights is None else (weights.labeled,
+                                                                          weights.unlabeled)
+        losses = _hinge(y_signed * outputs_labeled)
+        value = 0.5 * coef_norm + self._C * float(
+            (losses if labeled_sw is None else labeled_sw * losses).sum())
         if len(outputs_unlabeled) and self._C_star > 0:
+            losses = ramp_pair_loss(outputs_unlabeled, self._unlabeled_parameter)
             value += self._C_star * float(
-                ramp_pair_loss(outputs_unlabeled, self._unlabeled_parameter).sum())
+                (losses if unlabeled_sw is None else unlabeled_sw * losses).sum())
         return value
 
-    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index):
+    def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
+                    weights=None):
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         n = n_labeled + n_unlabeled
         X_all = _stack_rows(X_labeled, X_unlabeled)
         gram = self._kernel_values(X_all, X_all)
-        fraction = resolve_positive_fraction(self.positive_fraction, y_signed)
+        labeled_sw, unlabeled_sw = (None, None) if weights is None else (weights.labeled,
+                                                                          weights.unlabeled)
+        fraction = resolve_positive_fraction(self.positive_fraction, y_signed, labeled_sw)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"CCCPTSVM[{problem_index}] ")
         s = self._unlabeled_parameter
@@ -682,10 +712,11 @@ class CCCPTSVM(_KernelExpansionModel):
         extra = {"positive_fraction": fraction}
         if n_unlabeled == 0:
             # No unlabeled sample: no balancing constraint, the SVC on the labeled samples.
-            costs = np.full(n, self._C)
+            costs = np.full(n, self._C) if labeled_sw is None else self._C * labeled_sw
             coef, intercept = fit_weighted_svc(gram, y_signed, costs, 1e-8)
             outputs = gram @ coef + intercept
-            value = self._ramp_objective(coef @ gram @ coef, outputs, y_signed, np.zeros(0))
+            value = self._ramp_objective(coef @ gram @ coef, outputs, y_signed, np.zeros(0),
+                                         weights)
             monitor.record({"iteration": 0, "objective": value, "self_labeled": 0,
                             "changed": 0, "duality_gap": 0.0})
             extra["balance"] = float("nan")
@@ -693,12 +724,21 @@ class CCCPTSVM(_KernelExpansionModel):
 
         zeta = 2.0 * fraction - 1.0
         # Kernel centred on the unlabeled mean (Collobert et al.'s example x_0).
-        mean_rows = gram[:, unlabeled].mean(axis=1)
-        mean_all = mean_rows[unlabeled].mean()
+        if unlabeled_sw is None:
+            mean_rows = gram[:, unlabeled].mean(axis=1)
+            mean_all = mean_rows[unlabeled].mean()
+        else:  # the weighted mean: the balancing constraint weighs the unlabeled samples
+            shares = unlabeled_sw / unlabeled_sw.sum()
+            mean_rows = gram[:, unlabeled] @ shares
+            mean_all = mean_rows[unlabeled] @ shares
         centered = gram - mean_rows[:, None] - mean_rows[None, :] + mean_all
         labels = np.concatenate([y_signed, np.zeros(n_unlabeled)])
         costs = np.concatenate([np.full(n_labeled, self._C), np.full(n_unlabeled,
                                                                       self._C_star)])
+        if labeled_sw is not None:
+            costs[labeled] *= labeled_sw
+        if unlabeled_sw is not None:
+            costs[unlabeled] *= unlabeled_sw
         a = None
         self_labels = None
         iteration = 0
@@ -709,7 +749,8 @@ class CCCPTSVM(_KernelExpansionModel):
             signed = a * labels
             outputs = centered @ signed + zeta
             norm = float(signed @ centered @ signed)
-            value = self._ramp_objective(norm, outputs[labeled], y_signed, outputs[unlabeled])
+            value = self._ramp_objective(norm, outputs[labeled], y_signed, outputs[unlabeled],
+                                         weights)
             active = labels != 0.0
             primal_step = 0.5 * norm + float(
                 (costs[active] * _hinge(labels[active] * outputs[active])).sum())
@@ -735,8 +776,12 @@ class CCCPTSVM(_KernelExpansionModel):
                           "self-labels still changing; raise max_iter.", ConvergenceWarning)
         # Expansion over all samples: w = sum_i a_i y_i (phi_i - mean_U phi).
         coef = signed.copy()
-        coef[unlabeled] -= signed.sum() / n_unlabeled
-        intercept = zeta - float((gram[unlabeled] @ coef).mean())
+        if unlabeled_sw is None:
+            coef[unlabeled] -= signed.sum() / n_unlabeled
+            intercept = zeta - float((gram[unlabeled] @ coef).mean())
+        else:  # w = sum_i a_i y_i (phi_i - sum_U s_j phi_j / sum_U s_j)
+            coef[unlabeled] -= signed.sum() * shares
+            intercept = zeta - float((gram[unlabeled] @ coef) @ shares)
         extra["balance"] = zeta
         return _expansion_state(X_all, coef, intercept, extra), monitor.history, max(iteration,
                                                                                      1)

@@ -1,4 +1,5 @@
-r"""Anchor-sample graph of S3GD (Alg. 2 of the S3GD paper) and its approximate full gradient.
+r"""Anchor-sample graph of S3GD (Alg. 2 of the S3GD paper), its approximate full gradient, and
+the reduced graph Laplacian of an anchor graph (Liu, He and Chang, ICML 2010).
 
 *Anchors* (eq. 13). k-means gives :math:`m` centers :math:`c_1..c_m` (scikit-learn ``KMeans``
 on at most ``max(2000, 20 m)`` rows drawn at random: more rows barely move the centers and
@@ -37,6 +38,29 @@ eq. (22) with the two :math:`(d + 1) \times m` products :math:`\tilde X_\pm^\top
 computed once (:func:`class_products`), so an outer loop of S3GD costs :math:`O(dm)` whatever
 :math:`n`. When every sample is its own anchor (:math:`m = n`, :math:`k = 1`),
 :math:`\nabla H` is the exact gradient.
+
+*Reduced Laplacian* (Liu, He and Chang 2010, "Large graph construction for scalable
+semi-supervised learning", eqs. 7-9). With :math:`Z = M` the :math:`n \times m` anchor weights
+(rows summing to one) and :math:`\Lambda = \operatorname{diag}(Z^\top \mathbf 1)`, the
+sample graph :math:`W = Z \Lambda^{-1} Z^\top` has every degree equal to one
+(:math:`W \mathbf 1 = Z \Lambda^{-1} Z^\top \mathbf 1 = Z \mathbf 1 = \mathbf 1`), so its
+Laplacian is :math:`L = I - Z \Lambda^{-1} Z^\top`. :class:`AnchorLaplacian` applies it
+without forming an :math:`n \times n` matrix: with the anchor means
+:math:`g = \Lambda^{-1} Z^\top f`,
+
+.. math::
+
+    L f = f - Z g, \qquad
+    f^\top L f = \sum_i \sum_j Z_{ij}\, (f_i - g_j)^2 \;\ge 0,
+
+:math:`O(nk)` time and memory for :math:`k` anchors per sample (:math:`O(nm)` at most). The
+second form is :math:`\|f\|^2 - \sum_j \Lambda_{jj} g_j^2` rewritten as a sum of
+nonnegative terms, with no cancellation. Node weights :math:`s_i` (a sample of integer weight
+:math:`k` as :math:`k` copies of its row of :math:`Z`) give
+:math:`L_s = S - S Z \Lambda_s^{-1} Z^\top S` with :math:`S = \operatorname{diag}(s)`,
+:math:`\Lambda_s = \operatorname{diag}(Z^\top s)`; then :math:`g = \Lambda_s^{-1} Z^\top S f`,
+:math:`L_s f = S (f - Z g)` and :math:`f^\top L_s f = \sum_{ij} s_i Z_{ij} (f_i - g_j)^2`.
+Either way :math:`L \mathbf 1 = 0` and :math:`L` is symmetric positive semi-definite.
 """
 
 from __future__ import annotations
@@ -51,8 +75,12 @@ from sklearn.metrics import pairwise_distances_argmin
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
+from .precision import row_blocks, widened_rows
+
 __all__ = [
     "AnchorGraph",
+    "AnchorLaplacian",
+    "anchor_laplacian",
     "cluster_labels",
     "select_anchors",
     "nearest_rows",
@@ -121,6 +149,9 @@ def _kmeans(X, n_clusters, random_state, sample_size):
     size = max(sample_size, ROWS_PER_CLUSTER * n_clusters)
     if X.shape[0] > size:
         X = X[np.sort(random_state.choice(X.shape[0], size, replace=False))]
+    # the sample (at most ``size`` rows) in float64: float32 data gets the centers of the
+    # same numbers as float64 data
+    X = X.astype(np.float64, copy=False)
     return KMeans(n_clusters=n_clusters, random_state=random_state, n_init=1).fit(X)
 
 
@@ -128,6 +159,11 @@ def cluster_labels(X, n_clusters, random_state=None, sample_size=KMEANS_SAMPLE_S
     """k-means cluster of every sample (the strata of stratified SGD): centers from a sample
     of the rows (see ``_kmeans``), each row in the cluster of its nearest center."""
     centers = _kmeans(X, n_clusters, random_state, sample_size).cluster_centers_
+    if X.dtype != np.float64:
+        # scikit-learn would convert all of a float32 X to float64 (to the centers' dtype):
+        # a block of rows at a time
+        return np.concatenate([pairwise_distances_argmin(X[rows], centers)
+                               for rows in row_blocks(X)]).astype(np.int64)
     return pairwise_distances_argmin(X, centers).astype(np.int64)
 
 
@@ -145,6 +181,10 @@ NEAREST_ROWS_CHUNK = 8192
 
 
 def _squared_row_norms(X):
+    if sp.issparse(X) and X.dtype != np.float64:
+        # float32 rows widened a block at a time: no copy of X, sums in float64
+        return np.concatenate([np.asarray(block.multiply(block).sum(axis=1)).ravel()
+                               for _, block in widened_rows(X)])
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
     return np.einsum("ij,ij->i", X, X, dtype=np.float64)
@@ -311,8 +351,9 @@ def class_products(X, y_signed, weights, graph):
         for sign in (1.0, -1.0):
             scaled = np.where(y_signed == sign, weights, 0.0).astype(np.float64)
             out = np.zeros((graph.n_anchors, X.shape[1] + 1))
+            # compiled for the dtype of X: float32 values are widened one by one
             products.append(_class_products_csr(
-                X.data.astype(np.float64, copy=False), X.indices, X.indptr,
+                X.data, X.indices, X.indptr,
                 graph.neighbor_index, graph.neighbor_weight, scaled, out))
         return products[0], products[1]
     matrix = graph.matrix()
@@ -320,8 +361,12 @@ def class_products(X, y_signed, weights, graph):
     for sign in (1.0, -1.0):
         scaled = np.where(y_signed == sign, weights, 0.0)
         weighted = matrix.multiply(scaled[:, None]).tocsr()  # S_pm M_pm, n x m
-        part = weighted.T @ X
-        part = part.toarray() if sp.issparse(part) else np.asarray(part)
+        if X.dtype == np.float64:
+            part = np.asarray(weighted.T @ X)
+        else:
+            # scipy would convert all of a float32 X to float64: a block of rows at a time
+            part = sum(np.asarray(weighted[rows].T @ block)
+                       for rows, block in widened_rows(X))
         column = np.asarray(weighted.sum(axis=0)).ravel()
         products.append(np.hstack([part.astype(np.float64), column[:, None]]))
     return products[0], products[1]
@@ -338,3 +383,97 @@ def approximate_full_gradient(plus_product, minus_product, anchor_scores, loss,
     derivative_minus = loss.derivative(-anchor_scores, loss_parameter)
     gradient = (plus_product.T @ derivative_plus - minus_product.T @ derivative_minus) / n_samples
     return gradient, derivative_plus, derivative_minus
+
+
+@dataclass
+class AnchorLaplacian:
+    r"""The reduced Laplacian :math:`L_s = S - S Z \Lambda_s^{-1} Z^\top S` of an anchor graph
+    (see the module docstring), held as :math:`Z` and :math:`\Lambda_s^{-1}`.
+
+    Attributes
+    ----------
+    weights : CSR matrix of shape (n, m)
+        :math:`Z`, each row summing to one.
+    inverse_degrees : ndarray of shape (m,)
+        :math:`1 / (Z^\top s)_j`, 0 for an anchor that no sample of positive weight is tied to.
+    node_weights : ndarray of shape (n,) or None
+        :math:`s`; ``None`` for all ones (:math:`L = I - Z \Lambda^{-1} Z^\top`).
+    """
+
+    weights: sp.csr_matrix
+    inverse_degrees: np.ndarray
+    node_weights: np.ndarray | None = None
+
+    @property
+    def n_samples(self):
+        return self.weights.shape[0]
+
+    def _scaled(self, f):
+        r""":math:`S f` (``f`` itself without node weights)."""
+        if self.node_weights is None:
+            return f
+        return f * (self.node_weights if f.ndim == 1 else self.node_weights[:, None])
+
+    def anchor_means(self, f):
+        r""":math:`g = \Lambda_s^{-1} Z^\top S f`, shape (m,) or (m, p)."""
+        sums = np.asarray(self.weights.T @ self._scaled(f))
+        return sums * (self.inverse_degrees if sums.ndim == 1 else self.inverse_degrees[:, None])
+
+    def matvec(self, f):
+        r""":math:`L_s f` for ``f`` of shape (n,) or a batch (n, p), in :math:`O(nkp)`."""
+        f = np.asarray(f, dtype=np.float64)
+        return self._scaled(f - np.asarray(self.weights @ self.anchor_means(f)))
+
+    def quadratic(self, f):
+        r"""``(value, product)``: :math:`f^\top L_s f` (a float, or shape (p,) for a batch
+        ``f`` of shape (n, p), one value per column) and :math:`L_s f`, the gradient of
+        :math:`\tfrac12 f^\top L_s f` (so the gradient of :math:`f^\top L_s f` is twice it).
+        The value is the sum of nonnegative terms :math:`s_i Z_{ij} (f_i - g_j)^2`."""
+        f = np.asarray(f, dtype=np.float64)
+        means = self.anchor_means(f)
+        product = self._scaled(f - np.asarray(self.weights @ means))
+        rows = np.repeat(np.arange(self.n_samples), np.diff(self.weights.indptr))
+        coefficients = self.weights.data
+        if self.node_weights is not None:
+            coefficients = coefficients * self.node_weights[rows]
+        residuals = f[rows] - means[self.weights.indices]
+        if f.ndim == 1:
+            return float(coefficients @ residuals**2), product
+        return coefficients @ residuals**2, product
+
+    def toarray(self):
+        r"""The explicit :math:`n \times n` matrix :math:`L_s` (small graphs and tests only)."""
+        scaled = self.weights.toarray()
+        if self.node_weights is not None:
+            scaled *= self.node_weights[:, None]
+        diagonal = np.ones(self.n_samples) if self.node_weights is None else self.node_weights
+        return np.diag(diagonal) - (scaled * self.inverse_degrees) @ scaled.T
+
+
+def anchor_laplacian(graph, node_weights=None):
+    r"""The reduced Laplacian of an anchor graph, :math:`L = I - Z \Lambda^{-1} Z^\top`, or
+    with node weights :math:`s` (``node_weights``, nonnegative) :math:`L_s = S - S Z
+    \Lambda_s^{-1} Z^\top S`: the Laplacian of the graph in which a sample of integer weight
+    :math:`k` is :math:`k` copies of itself (module docstring).
+
+    Parameters
+    ----------
+    graph : AnchorGraph or sparse matrix of shape (n, m)
+        The graph of :func:`build_anchor_graph`, or :math:`Z` itself (rows summing to one).
+    node_weights : array-like of shape (n,) or None
+
+    Returns
+    -------
+    AnchorLaplacian
+    """
+    weights = graph.matrix() if isinstance(graph, AnchorGraph) else sp.csr_matrix(graph)
+    weights = weights.astype(np.float64)
+    if node_weights is not None:
+        node_weights = np.asarray(node_weights, dtype=np.float64)
+        if node_weights.shape != (weights.shape[0],) or np.any(node_weights < 0):
+            raise ValueError(f"node_weights must be {weights.shape[0]} nonnegative numbers, "
+                             "one per sample.")
+    degrees = np.asarray(weights.T @ (np.ones(weights.shape[0]) if node_weights is None
+                                      else node_weights)).ravel()
+    inverse = np.divide(1.0, degrees, out=np.zeros_like(degrees), where=degrees > 0)
+    return AnchorLaplacian(weights, inverse, node_weights)

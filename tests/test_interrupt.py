@@ -1,0 +1,147 @@
+"""Compiled loops run in calls of bounded work, so that Ctrl-C stops a fit quickly.
+
+Python raises ``KeyboardInterrupt`` only between two calls of compiled code. Every compiled
+loop that a pass of a fit runs is split into calls of at most ``CHUNK_WORK`` multiply-adds
+(:func:`stochsvm._core.monitor.chunk_stops`). With the bound lowered to one multiply-add,
+every call must take a single unit of work (a sample, a mini-batch, an outer loop, a row of a
+kernel block): a loop that ran a whole pass in one call again would fail here, however small
+the data. With the bound as shipped the same fits give the same models bit for bit: the split
+never changes the arithmetic. No seconds are measured.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+
+from stochsvm._core import monitor
+from stochsvm.kernel import KernelPegasosSVC, SCSKernelSVC, kernel_pegasos, scs_adaptive
+from stochsvm.linear import (
+    ComidClassifier,
+    MiniBatchSGDClassifier,
+    PegasosClassifier,
+    RDAClassifier,
+    S3GDClassifier,
+    SADMMClassifier,
+    SCVClassifier,
+    comid,
+    pegasos,
+    proximal_steps,
+    rda,
+    s3gd,
+    sadmm,
+)
+
+
+def _data(sparse):
+    X, y = make_classification(240, 12, n_informative=6, random_state=0)
+    if sparse:
+        X = sp.csr_matrix(X * (np.random.RandomState(0).rand(*X.shape) < 0.4))
+    return X, y
+
+
+def _rows(argument):
+    return argument.shape[0]
+
+
+# (estimator, data is sparse, module, compiled loop, position of the argument whose rows are
+# the loop's units, rows per unit)
+CASES = [
+    (ComidClassifier(max_iter=3, tol=None, random_state=0, average=True), False, comid,
+     "_comid_epoch_dense", 4, 1),
+    (ComidClassifier(max_iter=3, tol=None, random_state=0), True, comid,
+     "_comid_epoch_sparse", 5, 1),
+    (RDAClassifier(max_iter=3, tol=None, random_state=0, average=True), True, rda,
+     "_rda_epoch_sparse", 5, 1),
+    (PegasosClassifier(max_iter=3, tol=None, random_state=0, batch_size=4), False, pegasos,
+     "_pegasos_epoch_dense", 4, 4),
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0), False, sadmm,
+     "_sadmm_epoch_dense", 3, 1),
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0), True, sadmm,
+     "_sadmm_epoch_sparse", 5, 1),
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0, penalty="l2", average=False), True,
+     sadmm, "_sadmm_epoch_sparse_l2", 5, 1),
+    (MiniBatchSGDClassifier(max_iter=3, tol=None, random_state=0), False, proximal_steps,
+     "eager_prox_steps_dense", 2, 1),
+    (MiniBatchSGDClassifier(max_iter=3, tol=None, random_state=0, average=True), True,
+     proximal_steps, "scaled_prox_steps_sparse", 4, 1),
+    (MiniBatchSGDClassifier(max_iter=3, tol=None, random_state=0, penalty="l1",
+                            average=True), True, proximal_steps, "lazy_prox_steps_sparse", 4,
+     1),
+    (SCVClassifier(max_iter=3, tol=None, random_state=0), True, proximal_steps,
+     "eager_prox_steps_sparse", 4, 1),
+    (S3GDClassifier(max_iter=2, tol=None, random_state=0, n_anchors=10, inner_iter=3), False,
+     s3gd, "_s3gd_epoch_dense", 3, 1),
+    (KernelPegasosSVC(max_iter=2, random_state=0, chunk_size=64), False, kernel_pegasos,
+     "pegasos_chunk", 0, 1),
+]
+
+
+def _fitted_arrays(model):
+    arrays = [np.asarray(getattr(model, name)) for name in ("coef_", "intercept_", "dual_coef_")
+              if hasattr(model, name)]
+    history = [{key: value for key, value in record.items() if key != "seconds"}
+               for record in model.history_]
+    return arrays, history
+
+
+@pytest.mark.parametrize("estimator, sparse, module, name, position, unit", CASES,
+                         ids=[f"{type(case[0]).__name__}-{case[3]}" for case in CASES])
+def test_every_call_of_a_compiled_loop_is_bounded(monkeypatch, estimator, sparse, module,
+                                                  name, position, unit):
+    X, y = _data(sparse)
+    whole = estimator.__class__(**estimator.get_params()).fit(X, y)
+
+    original = getattr(module, name)
+    calls = []
+
+    def recording(*arguments):
+        calls.append(_rows(arguments[position]))
+        return original(*arguments)
+
+    monkeypatch.setattr(module, name, recording)
+    monkeypatch.setattr(monitor, "CHUNK_WORK", 1.0)
+    split = estimator.__class__(**estimator.get_params()).fit(X, y)
+
+    # one unit of work per call (a pass in one call would take many): many calls per pass
+    assert len(calls) >= 10, f"{name} was called {len(calls)} times"
+    assert max(calls) <= unit
+    # the split changes nothing
+    (whole_arrays, whole_history), (split_arrays, split_history) = (
+        _fitted_arrays(whole), _fitted_arrays(split))
+    for expected, got in zip(whole_arrays, split_arrays):
+        np.testing.assert_array_equal(got, expected)
+    assert split_history == whole_history
+
+
+def test_scs_iterations_are_bounded_in_work(monkeypatch):
+    # SCS bounds each call of its compiled iterations by CHUNK_WORK / |S_k|^2 iterations
+    X, y = _data(False)
+    settings = dict(max_iter=120, n_iter_no_change=None, max_samples=100, random_state=0)
+    whole = SCSKernelSVC(**settings).fit(X, y)
+    calls = []
+    original = scs_adaptive.sample_iterations
+
+    def recording(gram, size, *arguments):
+        calls.append((size, arguments[-2], arguments[-1]))
+        return original(gram, size, *arguments)
+
+    monkeypatch.setattr(scs_adaptive, "sample_iterations", recording)
+    monkeypatch.setattr(scs_adaptive, "CHUNK_WORK", 1.0)
+    split = SCSKernelSVC(**settings).fit(X, y)
+    assert all(last - first <= 1 for _, first, last in calls)
+    assert sum(last - first for _, first, last in calls) == split.n_iter_ == whole.n_iter_
+    np.testing.assert_array_equal(split.dual_coef_, whole.dual_coef_)
+    assert _fitted_arrays(split)[1] == _fitted_arrays(whole)[1]
+
+
+def test_chunk_stops_bound_the_work_of_every_call(monkeypatch):
+    assert monitor.chunk_stops(0, 10.0) == [0]
+    assert monitor.chunk_stops(10, 1.0) == [10]
+    # a huge problem: calls of at most CHUNK_WORK, and at least one unit each
+    stops = monitor.chunk_stops(10**7, 10**4)
+    sizes = np.diff([0] + stops)
+    assert stops[-1] == 10**7 and sizes.max() * 10**4 <= monitor.CHUNK_WORK
+    assert monitor.chunk_stops(3, 1e12) == [1, 2, 3]
+    monkeypatch.setattr(monitor, "CHUNK_WORK", 100.0)
+    assert monitor.chunk_stops(10, 30.0) == [3, 6, 9, 10]
