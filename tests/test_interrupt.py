@@ -31,6 +31,8 @@ from stochsvm.linear import (
     s3gd,
     sadmm,
 )
+from stochsvm.semi import BGS3VM, CCCPTSVM, bgs3vm, box_qp
+from stochsvm.semi.box_qp import solve_box_qp
 
 
 def _data(sparse):
@@ -145,3 +147,75 @@ def test_chunk_stops_bound_the_work_of_every_call(monkeypatch):
     assert monitor.chunk_stops(3, 1e12) == [1, 2, 3]
     monkeypatch.setattr(monitor, "CHUNK_WORK", 100.0)
     assert monitor.chunk_stops(10, 30.0) == [3, 6, 9, 10]
+
+
+def _semi_data(sparse):
+    X, y = _data(sparse)
+    y = y.copy()
+    y[np.random.RandomState(1).rand(len(y)) < 0.7] = -1
+    return X, y
+
+
+def _semi_fitted(model):
+    arrays = [np.asarray(value.toarray() if sp.issparse(value) else value, dtype=float)
+              for binary in model.binary_models_ for value in binary.values()]
+    history = [{key: value for key, value in record.items() if key != "seconds"}
+               for record in model.history_]
+    return arrays, history
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_bgs3vm_steps_are_bounded_in_work(monkeypatch, sparse):
+    X, y = _semi_data(sparse)
+    weights = np.random.RandomState(2).rand(len(y)) + 0.5
+    settings = dict(n_passes=2, batch_size=2, record_every=9, random_state=0)
+    whole = BGS3VM(**settings).fit(X, y, sample_weight=weights)
+    original = bgs3vm.bgs3vm_steps
+    calls = []
+
+    def recording(*arguments):
+        calls.append(arguments[5].steps.shape[0])
+        return original(*arguments)
+
+    monkeypatch.setattr(bgs3vm, "bgs3vm_steps", recording)
+    monkeypatch.setattr(monitor, "CHUNK_WORK", 1.0)
+    split = BGS3VM(**settings).fit(X, y, sample_weight=weights)
+    # one SGD step per call, every step of both passes run
+    assert len(calls) >= 10 and max(calls) <= 1
+    assert sum(calls) == split.n_iter_ == whole.n_iter_
+    (whole_arrays, whole_history), (split_arrays, split_history) = (
+        _semi_fitted(whole), _semi_fitted(split))
+    assert len(split_arrays) == len(whole_arrays)
+    for expected, got in zip(whole_arrays, split_arrays):
+        np.testing.assert_array_equal(got, expected)
+    assert split_history == whole_history
+
+
+def test_cccp_box_qp_epochs_are_bounded_in_work(monkeypatch):
+    X, y = _semi_data(False)
+    whole = CCCPTSVM().fit(X, y)
+    rng = np.random.RandomState(0)
+    features = rng.randn(40, 5)
+    quadratic = features @ features.T
+    linear, upper = np.ones(40), np.full(40, 2.0)
+    expected = solve_box_qp(quadratic, linear, upper)
+    original = box_qp.box_qp_coordinate_descent
+    calls = []
+
+    def recording(*arguments):
+        calls.append(arguments[5])
+        return original(*arguments)
+
+    monkeypatch.setattr(box_qp, "box_qp_coordinate_descent", recording)
+    monkeypatch.setattr(monitor, "CHUNK_WORK", 1.0)
+    got = solve_box_qp(quadratic, linear, upper)
+    # one epoch per call, as many epochs in all as in one call
+    assert len(calls) >= 10 and max(calls) <= 1
+    assert got[2] == expected[2] and len(calls) == expected[2] + 1
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert got[1] == expected[1]
+    calls.clear()
+    split = CCCPTSVM().fit(X, y)
+    assert len(calls) >= 10 and max(calls) <= 1
+    np.testing.assert_array_equal(split.decision_function(X), whole.decision_function(X))
+    assert _semi_fitted(split)[1] == _semi_fitted(whole)[1]

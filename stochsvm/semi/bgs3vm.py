@@ -56,6 +56,9 @@ old, rarely refreshed terms the smallest, so they go first. Each step costs
 
 The compiled loop :func:`bgs3vm_steps` works on dense float64 rows (CSR input is densified)
 and on pre-drawn batches, so that it is reproducible and its NumPy twin replays it exactly.
+A pass runs in calls of a bounded number of steps (:func:`~stochsvm._core.monitor.chunk_stops`
+with :func:`bgs3vm_step_work`), the pools carrying the state from call to call, so that
+Ctrl-C acts between calls and the model is that of one call.
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.kernels import check_machine_memory
 from .._core.losses import HINGE, margin_loss, unlabeled_loss_derivative
-from .._core.monitor import TrainingMonitor
+from .._core.monitor import TrainingMonitor, chunk_stops
 from .._core.state import ArrayField, DictField, FloatField, StrField
 from ._base import BaseSemiSupervisedClassifier
 from .tsvm import UnlabeledLossByName, resolve_positive_fraction
@@ -155,6 +158,14 @@ RowWeights = namedtuple("RowWeights", ["rows", "reference", "reference_total"])
 #: ``slot_of_sample[i]`` is the slot of row ``i`` or -1.
 BudgetPools = namedtuple("BudgetPools", [
     "sample", "coef", "size", "start", "capacity", "slot_of_sample", "mean_kernel"])
+
+
+def bgs3vm_step_work(n_batch, slots, n_reference, n_features):
+    """The most multiply-adds one step of :func:`bgs3vm_steps` can do: each of ``n_batch``
+    samples is evaluated against every one of ``slots`` support vectors and, when it enters
+    a pool, against the ``n_reference`` reference rows, each kernel value a product of
+    ``n_features`` (plus one for the kernel itself)."""
+    return float(n_batch) * (slots + n_reference) * (n_features + 1)
 
 
 def schedule_chunk(schedule, begin, end):
@@ -621,6 +632,8 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
             balance_target=float(balance_target))
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"BGS3VM[{problem_index}] ")
+        step_work = bgs3vm_step_work(labeled_batch + unlabeled_batch, slots,
+                                     reference.shape[0], X_all.shape[1])
         iteration = 0
         stop = False
         state = self._state(X_all, pools, 0.0)
@@ -637,9 +650,13 @@ class BGS3VM(UnlabeledLossByName, BaseSemiSupervisedClassifier):
             chunk = settings.record_every or iterations_per_pass
             for begin in range(0, iterations_per_pass, chunk):
                 end = min(begin + chunk, iterations_per_pass)
-                bgs3vm_steps(X_all, squared_norms, self_kernel, targets, reference,
-                             schedule_chunk(schedule, begin, end), step_settings, pools,
-                             row_weights)
+                # calls of bounded work (Ctrl-C between them); the pools carry the state
+                first = begin
+                for last in chunk_stops(end - begin, step_work):
+                    bgs3vm_steps(X_all, squared_norms, self_kernel, targets, reference,
+                                 schedule_chunk(schedule, first, begin + last),
+                                 step_settings, pools, row_weights)
+                    first = begin + last
                 iteration += end - begin
                 intercept = 0.0
                 if balance:

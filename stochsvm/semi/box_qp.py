@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._core.monitor import chunk_stops
+
 __all__ = ["box_qp_coordinate_descent", "solve_box_qp"]
 
 
@@ -63,7 +65,8 @@ def solve_box_qp(quadratic, linear, upper, start=None, tol=1e-9, max_epochs=1000
 
     Exact cyclic coordinate descent (the dual coordinate method of LIBLINEAR without shrinking)
     until the largest projected-gradient violation is at most ``tol``. ``Q`` must be positive
-    semi-definite. Returns ``(a, value, epochs)``.
+    semi-definite. Returns ``(a, value, epochs)``. The epochs run in calls of bounded work
+    (:func:`~stochsvm._core.monitor.chunk_stops`), the same arithmetic as one call.
     """
     n = len(linear)
     if n == 0:
@@ -74,7 +77,15 @@ def solve_box_qp(quadratic, linear, upper, start=None, tol=1e-9, max_epochs=1000
     a = np.zeros(n) if start is None else np.clip(np.asarray(start, dtype=np.float64), 0.0,
                                                      upper)
     gradient = quadratic @ a - linear
-    epochs = box_qp_coordinate_descent(quadratic, upper, a, gradient, float(tol),
-                                       int(max_epochs))
+    # calls of a bounded number of epochs (one epoch: a row of Q a coordinate at most), so
+    # that Ctrl-C acts between them; a and gradient carry the state, and a call that stops
+    # before its last epoch has converged
+    epochs = 0
+    for stop in chunk_stops(int(max_epochs), float(n) * (n + 1)):
+        budget = stop - epochs
+        done = box_qp_coordinate_descent(quadratic, upper, a, gradient, float(tol), budget)
+        epochs += done
+        if done < budget:
+            break
     value = 0.5 * a @ (quadratic @ a) - linear @ a
     return a, float(value), int(epochs)
