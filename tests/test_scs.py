@@ -1,5 +1,7 @@
 """Tests of SCSKernelSVC (Alg. 1 and Alg. 2 of the SCS paper) against exact references."""
 
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -728,18 +730,21 @@ def test_bad_sampling_parameters_name_the_parameter(name, value):
         SCSKernelSVC(**{name: value}).fit(X[:40], y[:40])
 
 
-def test_widen_keeps_the_leading_block():
-    from stochsvm.kernel.scs_iterations import widen
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_kernel_matrix_buffer_takes_memory_only_for_the_rows_in_use():
+    """A 2 GiB reservation of which a 1000 x 1000 block is written takes about that block's
+    pages (short rows must not take a huge page each)."""
+    from stochsvm.kernel.scs_iterations import kernel_matrix_buffer
 
-    rng = np.random.RandomState(0)
-    buffer = np.full(30 * 30, np.nan)
-    block = rng.randn(7, 7)
-    buffer[:49].reshape(7, 7)[:] = block
-    wider = widen(buffer, 7, 7, 16)
-    assert wider.shape == (16, 16) and np.shares_memory(wider, buffer)
-    np.testing.assert_array_equal(wider[:7, :7], block)
-    widest = widen(buffer, 16, 5, 30)  # only the leading 5 x 5 block is kept
-    np.testing.assert_array_equal(widest[:5, :5], block[:5, :5])
+    def resident_mib():
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    before = resident_mib()
+    gram = kernel_matrix_buffer(16384, np.float64)
+    gram[:1000, :1000] = 1.0
+    assert resident_mib() - before < 100.0
+    assert float(gram[:1000, :1000].sum()) == 1e6
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -37,6 +37,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .threads import map_blocks
 from .validation import check_choice
 
 __all__ = [
@@ -302,7 +303,7 @@ def _block_single(A, B, kernel, gamma, degree, coef0, B_scaled, out):
 
 def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.float64,
                  max_memory_mb=None, out=None, advice="Lower the number of samples per block "
-                 "or raise max_memory_mb."):
+                 "or raise max_memory_mb.", threads=1):
     r"""Kernel block :math:`K_{ij} = k(A_i, B_j)` of shape ``(len(A), len(B))``.
 
     Parameters
@@ -326,6 +327,9 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
         preallocated matrix.
     advice : str
         The way out, appended to the ``MemoryError`` message.
+    threads : int, default=1
+        Threads computing the chunks of rows (:func:`stochsvm._core.threads.map_blocks`);
+        the chunks do not depend on it, so neither does the block.
 
     Returns
     -------
@@ -344,9 +348,9 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
                             f"A {n_rows} x {n_columns} kernel block", advice)
         out = np.empty((n_rows, n_columns), dtype=dtype)
     if B is A:
-        return _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out)
+        return _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out, threads)
     if dtype == np.float32 and out.dtype == np.float32 and kernel != "laplacian":
-        return _kernel_block_single(A, B, kernel, gamma, degree, coef0, out)
+        return _kernel_block_single(A, B, kernel, gamma, degree, coef0, out, threads)
     if not sp.issparse(B) and B.dtype != np.float64:
         # float32 rows of B converted a tile of columns at a time, never all of B at once
         tile = max(1, int(_CHUNK_BYTES // (8 * max(B.shape[1], 1))))
@@ -354,29 +358,35 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
             for start in range(0, n_columns, tile):
                 stop = min(n_columns, start + tile)
                 kernel_block(A, B[start:stop], kernel, gamma, degree, coef0, dtype=dtype,
-                             out=out[:, start:stop])
+                             out=out[:, start:stop], threads=threads)
             return out
     if not sp.issparse(B):
         B = np.asarray(B, dtype=np.float64)
     B_norms = _squared_norms(B) if kernel == "rbf" else None
     width = max(A.shape[1], n_columns, 1) if kernel == "laplacian" else max(n_columns, 1)
     chunk = max(1, int(_CHUNK_BYTES // (8 * 2 * width)))
-    for start in range(0, n_rows, chunk):
+
+    def fill(start):
         stop = min(n_rows, start + chunk)
         # float32 rows are converted a chunk at a time, never all of A at once
         rows = A[start:stop] if sp.issparse(A) else np.asarray(A[start:stop], dtype=np.float64)
         out[start:stop] = _block(rows, B, kernel, gamma, degree, coef0, B_norms)
+
+    map_blocks(fill, range(0, n_rows, chunk), threads)
     return out
 
 
-def _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out):
+def _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out, threads=1):
     r"""The block of ``A`` against itself: each chunk of rows against the rows up to its end,
     then the upper triangle mirrored from the lower one, about half the products of the full
     block. The values below the diagonal are those of :func:`kernel_block` on the same rows
-    (to the rounding of the products); the block is symmetric by construction."""
+    (to the rounding of the products); the block is symmetric by construction. A chunk
+    writes its rows up to its end and the columns of its rows above them, which no other
+    chunk writes: the chunks run on ``threads`` threads."""
     n_rows = A.shape[0]
     chunk = max(_SINGLE_CHUNK_ROWS, int(_CHUNK_BYTES // (8 * 2 * max(n_rows, 1))))
-    for start in range(0, n_rows, chunk):
+
+    def fill(start):
         stop = min(n_rows, start + chunk)
         rows = A[start:stop]
         kernel_block(rows, A[:stop], kernel, gamma, degree, coef0, dtype=dtype,
@@ -385,13 +395,15 @@ def _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out):
         square = out[start:stop, start:stop]
         upper = np.triu_indices(stop - start, 1)
         square[upper] = square.T[upper]
+
+    map_blocks(fill, range(0, n_rows, chunk), threads)
     if kernel == "rbf":
         # k(a, a) = exp(0) exactly; the products only approximate ||a||^2 - 2 a'a + ||a||^2
         np.fill_diagonal(out, 1.0)
     return out
 
 
-def _kernel_block_single(A, B, kernel, gamma, degree, coef0, out):
+def _kernel_block_single(A, B, kernel, gamma, degree, coef0, out, threads=1):
     """The float32 path of :func:`kernel_block` (``"rbf"``, ``"linear"``, ``"poly"``)."""
     n_rows = A.shape[0]
     if n_rows == 0 or B.shape[0] == 0:
@@ -409,9 +421,12 @@ def _kernel_block_single(A, B, kernel, gamma, degree, coef0, out):
     B_scaled = ((gamma * _squared_norms_single(B)).astype(np.float32)
                 if kernel == "rbf" else None)
     chunk = max(_SINGLE_CHUNK_ROWS, int(_SINGLE_CHUNK_BYTES // (4 * max(B.shape[0], 1))))
-    for start in range(0, n_rows, chunk):
+
+    def fill(start):
         stop = min(n_rows, start + chunk)
         rows = A[start:stop]
         rows = rows.astype(np.float32) if sp.issparse(rows) else _centred_single(rows, shift)
         _block_single(rows, B, kernel, gamma, degree, coef0, B_scaled, out[start:stop])
+
+    map_blocks(fill, range(0, n_rows, chunk), threads)
     return out

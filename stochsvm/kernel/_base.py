@@ -41,6 +41,7 @@ from .._core.kernels import (
     resolve_kernel_dtype,
 )
 from .._core.state import ArrayField, FloatField, IntField, StrField
+from .._core.threads import fit_threads, map_blocks
 from .._core.validation import (  # the margin-weight check is shared with the other families
     MAXIMUM_MARGIN_WEIGHT,
     check_at_least_two_classes,
@@ -113,11 +114,11 @@ class BaseKernelClassifier(BaseClassifier):
         "intercept_": ArrayField("float", ("n_problems",), optional=True),
     }
 
-    def _kernel_values(self, A, B, out=None):
+    def _kernel_values(self, A, B, out=None, threads=1):
         """The kernel block :math:`k(A_i, B_j) + s^2` with the fitted kernel parameters
-        (:math:`s^2 = 0` without an intercept)."""
+        (:math:`s^2 = 0` without an intercept), its chunks of rows on ``threads`` threads."""
         block = kernel_block(A, B, self._kernel_name, self._gamma, self._degree, self._coef0,
-                             dtype=self._kernel_dtype, out=out)
+                             dtype=self._kernel_dtype, out=out, threads=threads)
         offset = getattr(self, "_intercept_offset", None)
         if offset:
             block += offset
@@ -215,7 +216,8 @@ class BaseKernelClassifier(BaseClassifier):
 
         Returns an array of shape (n_samples,) for two classes, (n_samples, n_classes)
         otherwise. The kernel block is computed in row chunks of at most 64 MiB, each summed
-        in float64; a model fitted on float32 data gives float32 values on float32 ``X``
+        in float64, the chunks on every core the process may use
+        (:func:`stochsvm._core.threads.fit_threads`); a model fitted on float32 data gives float32 values on float32 ``X``
         (float64 on float64 ``X``, the promoted type).
         """
         check_is_fitted(self, "dual_coef_")
@@ -224,9 +226,13 @@ class BaseKernelClassifier(BaseClassifier):
         if len(self.support_):
             chunk = self._chunk_rows(len(self.support_))
             coefficients = np.ascontiguousarray(self.dual_coef_, dtype=np.float64)
-            for start in range(0, X.shape[0], chunk):
+
+            def score(start):
                 block = self._kernel_values(X[start:start + chunk], self.support_vectors_)
                 scores[start:start + chunk] = block_times_coefficients(block, coefficients)
+
+            starts = range(0, X.shape[0], chunk)
+            map_blocks(score, starts, fit_threads() if len(starts) > 1 else 1)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def _squared_norms_of_beta(self):
@@ -281,7 +287,7 @@ def check_gram_budget(n_rows, n_columns, dtype, max_memory_mb, what, advice):
                         what, advice)
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, nogil=True)
 def _single_times_coefficients(block, coefficients):
     """``block @ coefficients.T`` for a C-ordered float32 ``block``, each sum accumulated in
     float64 (the float32 entries are widened one by one, the block is read once)."""

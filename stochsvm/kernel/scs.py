@@ -165,9 +165,9 @@ Implementation choices (each one stated where the paper leaves room)
   again, and the radius collapses.)
 * **Memory.** :math:`Q^k` is reserved at ``min(max_samples, m)`` squared, in
   ``kernel_dtype``; when that exceeds ``max_memory_mb`` the fit fails at once with a
-  ``MemoryError`` naming the budget. (With adaptive sampling the reservation is one flat
-  buffer viewed as a matrix of width about :math:`2|S_k|`, widened in place as
-  :math:`S_k` grows, so only the pages of the numbers in use are ever touched.) With more
+  ``MemoryError`` naming the budget. (With adaptive sampling the reservation is a memory
+  map whose pages are taken as they are first written, in small pages, so only the pages
+  of the rows in use are ever touched.) With more
   than two classes each one-vs-rest problem grows its own sample and matrix, one problem at
   a time. Once :math:`|S_k|` = ``max_samples`` the
   sample stops growing and the method continues on that sample (the history records
@@ -196,6 +196,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -204,6 +205,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._core.monitor import TrainingMonitor
 from .._core.probability import HeldOutValues
 from .._core.state import ArrayField, IntField
+from .._core.threads import fit_threads, using_threads
 from ._base import BaseKernelClassifier, check_gram_budget
 from .row_sources import InMemoryRows, is_row_source
 from .scs_adaptive import CALIBRATION_POINTS, MINIMUM_HELD_OUT, fit_adaptive
@@ -226,8 +228,10 @@ class SCSSettings:
     ``sufficient_decrease`` and ``curvature`` are :math:`m_1, m_2` of Alg. 2 and ``divisor``
     its :math:`n`; ``eta1``, ``eta2`` and ``radius_factor`` are :math:`\eta_1, \eta_2,
     \gamma` of Alg. 1; ``euclidean`` selects the metric of the directions; ``patience`` is
-    ``n_iter_no_change`` (``None``: no stall rule). The other fields are the estimator's
-    parameters of the same names (``C`` as a float).
+    ``n_iter_no_change`` (``None``: no stall rule); ``threads`` is the number of threads of
+    the kernel blocks and the compiled loops (:func:`stochsvm._core.threads.fit_threads`;
+    the model does not depend on it). The other fields are the estimator's parameters of
+    the same names (``C`` as a float).
     """
 
     C: float
@@ -256,6 +260,7 @@ class SCSSettings:
     kernel_dtype: str
     max_memory_mb: float
     calibration_points: int = 0
+    threads: int = 1
 
 
 class SCSKernelSVC(BaseKernelClassifier):
@@ -570,7 +575,8 @@ class SCSKernelSVC(BaseKernelClassifier):
             stall_tol=float(self.stall_tol), sampling=self.sampling,
             sampling_tol=float(self.sampling_tol), error_tol=float(self.error_tol),
             kernel_dtype=self._kernel_dtype, max_memory_mb=self._max_memory_mb,
-            calibration_points=CALIBRATION_POINTS if self.probability else 0)
+            calibration_points=CALIBRATION_POINTS if self.probability else 0,
+            threads=fit_threads())
 
     # ----------------------------------------------------------------------------------
     def _fit_binary(self, settings, X, signs, weights, rng, index):
@@ -581,11 +587,13 @@ class SCSKernelSVC(BaseKernelClassifier):
         (:mod:`stochsvm.distributed.kernel`)."""
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"SCSKernelSVC[{index}] ")
-        if settings.sampling == "adaptive":
-            source = X if is_row_source(X) else InMemoryRows(X, signs, weights)
-            return fit_adaptive(settings, self._kernel_values, source, rng, index, monitor)
-        return fit_every_iteration(settings, self._kernel_values, X, signs, weights, rng,
-                                   index, monitor)
+        kernel = partial(self._kernel_values, threads=settings.threads)
+        with using_threads(settings.threads):
+            if settings.sampling == "adaptive":
+                source = X if is_row_source(X) else InMemoryRows(X, signs, weights)
+                return fit_adaptive(settings, kernel, source, rng, index, monitor)
+            return fit_every_iteration(settings, kernel, X, signs, weights, rng, index,
+                                       monitor)
 
     def fit(self, X, y, sample_weight=None):
         """Fit by Alg. 1 (one binary problem, or one per class for more than two classes).

@@ -52,9 +52,9 @@ from .scs_iterations import (
     STALL_TOL,
     SUFFICIENT_DECREASE,
     Iterate,
+    kernel_matrix_buffer,
     mirror_rows,
     sample_iterations,
-    widen,
 )
 
 __all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "fit_adaptive", "grow",
@@ -95,12 +95,9 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     order = rng.permutation(n)
     # S_k = order[:size], T_k = the next points of order
     size = settings.initial_samples
-    # Q^k in the leading size x size block of a width x width matrix, rows of T_k below
-    # it, in one buffer of capacity^2 numbers whose pages are only touched as S_k grows;
-    # the width follows |S_k| (rows as wide as the capacity would touch whole pages, or
-    # huge pages, for every short row)
-    buffer = np.empty(capacity * capacity, dtype=settings.kernel_dtype)
-    gram = buffer[:size * size].reshape(size, size)
+    # Q^k in the leading size x size block of a capacity x capacity matrix, rows of T_k
+    # below it; its pages are only touched as S_k grows
+    gram = kernel_matrix_buffer(capacity, settings.kernel_dtype)
     # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
     labels = np.zeros(capacity)
     sample_weights = np.zeros(capacity)
@@ -169,8 +166,6 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
             # estimates F at the incumbent; S_k grows when it disagrees with f_k
             next_check = done + check_every
             count = test_size(settings, size, capacity)
-            if gram.shape[0] < size + count:
-                gram = widen(buffer, gram.shape[0], size, size + count)
             if tested != count:
                 (test_rows, labels[size:size + count],
                  sample_weights[size:size + count]) = source.take_rows(
@@ -183,7 +178,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                     error_bound, gain) > settings.error_tol):
                 # the incumbent on S_k, against which the next T_k measures the gain
                 previous = a[:size].copy()
-                grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d)
+                grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d, settings.threads)
                 sample_rows = stack_rows(sample_rows, test_rows)
                 size += count
                 tested = 0
@@ -336,15 +331,16 @@ def validation_test(settings, gram, size, count, labels, sample_weights, a, q_a,
     return gap, (errors + 3.0) / count, gain
 
 
-def grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d):
+def grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d, threads=1):
     """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
     :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
-    (training rows ``test_rows``) against itself is computed, and the zero-padded
+    (training rows ``test_rows``) against itself is computed (and the columns mirrored on
+    ``threads`` threads), and the zero-padded
     products are extended."""
     new_size = size + count
     rows = gram[size:new_size, :size]
     kernel(test_rows, test_rows.copy(),  # copy: see fit_adaptive
            out=gram[size:new_size, size:new_size])
-    mirror_rows(gram, size, new_size)
+    mirror_rows(gram, size, new_size, threads)
     q_a[size:new_size] = matvec(rows, a[:size])
     q_d[size:new_size] = matvec(rows, d[:size])

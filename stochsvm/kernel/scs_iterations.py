@@ -3,9 +3,9 @@ and the growing kernel matrix :math:`Q^k` they work on.
 
 :func:`sample_iterations` runs steps 6-8 and 14-16 of Alg. 1 for a chunk of iterations on
 :math:`Q^k` (the estimator, :mod:`stochsvm.kernel.scs`, runs the sampling steps 9-13
-between chunks), the subgradient of eq. (8) included. :func:`widen`, :func:`move_rows`,
-:func:`mirror_rows` and :func:`append_samples` grow :math:`Q^k` in place by appending rows
-and columns, never recomputing what is there. ``tests/twins.py`` holds the plain-NumPy
+between chunks), the subgradient of eq. (8) included. :func:`mirror_rows` and
+:func:`append_samples` grow :math:`Q^k` in place by appending rows and columns, never
+recomputing what is there, in the buffer of :func:`kernel_matrix_buffer`. ``tests/twins.py`` holds the plain-NumPy
 transcription of :func:`sample_iterations`.
 
 Compile time (a cold first fit, ``benchmarks/BENCHMARKS.md``): the iterations are one
@@ -17,15 +17,17 @@ of the direction and the products of step 7 in the loops that write the vectors 
 
 from __future__ import annotations
 
+import mmap
 from collections import namedtuple
 
 import numba
 import numpy as np
 
+from .._core.threads import map_blocks
 from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
 
-__all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "mirror_rows", "move_rows",
-           "sample_iterations", "widen"]
+__all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "kernel_matrix_buffer",
+           "mirror_rows", "sample_iterations"]
 
 # a NumPy scalar, not a Python literal: numba types a Python int constant passed from compiled
 # code as a literal (``Literal[int](40)``) and compiles the callee once more for it, besides
@@ -34,40 +36,43 @@ __all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "mirror_rows", "move_row
 MAX_HALVINGS = np.int64(40)
 
 
-def widen(buffer, width, size, new_width):
-    """View of ``buffer`` as a ``new_width x new_width`` matrix whose leading ``size x size``
-    block is that of the ``width x width`` view before (see :func:`move_rows`)."""
-    move_rows(buffer, width, size, new_width)
-    return buffer[:new_width * new_width].reshape(new_width, new_width)
+def kernel_matrix_buffer(capacity, dtype):
+    r"""An uninitialized ``capacity x capacity`` matrix for :math:`Q^k` whose memory is
+    taken only as its pages are first written, in small pages.
+
+    :math:`Q^k` grows in the leading block of this matrix: with :math:`|S_k|` samples, the
+    rows in use touch about :math:`|S_k|^2` numbers of memory, whatever the capacity. The
+    buffer is an anonymous memory map advised against huge pages where the platform has
+    them (NumPy asks for huge pages for large arrays: a 2 MiB page per short row would take
+    the whole capacity at once); elsewhere it is a NumPy array."""
+    dtype = np.dtype(dtype)
+    n_bytes = max(1, capacity * capacity * dtype.itemsize)
+    try:
+        memory = mmap.mmap(-1, n_bytes)
+    except (OSError, ValueError):  # no anonymous maps on this platform
+        return np.empty((capacity, capacity), dtype=dtype)
+    advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
+    if advice is not None:
+        try:
+            memory.madvise(advice)
+        except OSError:
+            pass
+    return np.frombuffer(memory, dtype=dtype, count=capacity * capacity).reshape(
+        capacity, capacity)
 
 
-# numbers moved per NumPy copy of move_rows (blocks of rows)
-_BLOCK_NUMBERS = 2**22
-
-
-# move_rows and mirror_rows are NumPy copies, not compiled loops: as fast, and nothing to
-# compile on the first fit
-def move_rows(buffer, width, size, new_width):
-    """Move the first ``size`` entries of rows ``1, ..., size - 1`` of the flat
-    ``width``-wide matrix in ``buffer`` to a ``new_width >= width`` layout, in place. Blocks
-    of rows go last first: row ``i`` moves from offset ``i width`` to ``i new_width``, beyond
-    its own source and beyond the rows before it, so nothing is overwritten before it is read
-    (NumPy copies a block whose source and target overlap through a buffer)."""
-    rows = max(1, _BLOCK_NUMBERS // max(new_width, 1))
-    for stop in range(size, 1, -rows):
-        start = max(1, stop - rows)
-        source = buffer[start * width:stop * width].reshape(stop - start, width)
-        target = buffer[start * new_width:stop * new_width].reshape(stop - start, new_width)
-        target[:, :size] = source[:, :size]
-
-
-def mirror_rows(gram, size, new_size):
+def mirror_rows(gram, size, new_size, threads=1):
     """``gram[:size, size:new_size] = gram[size:new_size, :size].T`` (the columns of the new
     samples from their rows, by the symmetry of :math:`Q^k`), 256 new samples at a time: the
-    rows of a block stay in cache while its columns are written."""
-    for start in range(size, new_size, 256):
+    rows of a block stay in cache while its columns are written. A block reads rows below
+    ``size`` and writes rows above it, its own columns only: the blocks run on ``threads``
+    threads."""
+
+    def mirror(start):
         stop = min(new_size, start + 256)
         gram[:size, start:stop] = gram[start:stop, :size].T
+
+    map_blocks(mirror, range(size, new_size, 256), threads)
 
 
 def append_samples(kernel, X, order, gram, size, new_size):
@@ -100,7 +105,7 @@ N_RECORDS = 7
 # why sample_iterations returned
 EVENT_BUDGET, EVENT_CONVERGED, EVENT_STALLED = 0, 1, 2
 # rows of the work array of sample_iterations
-N_WORK = 6
+N_WORK = 8
 
 #: The vectors over :math:`S_k` that :func:`sample_iterations` carries from one iteration to
 #: the next, each of shape (capacity,) with the samples of :math:`S_k` first: the incumbent
@@ -110,9 +115,82 @@ N_WORK = 6
 Iterate = namedtuple("Iterate", ["a", "q_a", "d", "q_d", "hinge", "q_hinge"])
 
 
-def _compiled_iterations(euclidean):
-    """:func:`sample_iterations` compiled for one metric (``euclidean`` a constant of the
-    compiled code: the branches of the other metric are pruned before compilation)."""
+# ======================================================================================
+# the products with Q^k, parallel over its columns
+# ======================================================================================
+#: columns of Q^k per parallel task of :func:`add_weighted_rows` and :func:`symmetric_times`
+COLUMN_BLOCK = 4096
+#: the fewest multiply-adds worth a parallel region (below, one thread does them: starting
+#: the threads costs about as much)
+PARALLEL_WORK = 2**17
+
+
+@numba.njit(cache=True)
+def _add_rows_serial(gram, rows, weights, count, start, stop, out):
+    """``out[i] += sum_k weights[k] gram[rows[k], i]`` for ``start <= i < stop``, each entry
+    summed over ``k`` in order."""
+    for k in range(count):
+        row = np.int64(rows[k])
+        weight = weights[k]
+        for i in range(start, stop):
+            out[i] += weight * gram[row, i]
+
+
+@numba.njit(cache=True, parallel=True)
+def _add_rows_parallel(gram, rows, weights, count, size, out):
+    """:func:`_add_rows_serial` over blocks of ``COLUMN_BLOCK`` columns in parallel."""
+    for block in numba.prange((size + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
+        start = block * COLUMN_BLOCK
+        _add_rows_serial(gram, rows, weights, count, start, min(size, start + COLUMN_BLOCK),
+                         out)
+
+
+@numba.njit(cache=True)
+def add_weighted_rows(gram, rows, weights, count, size, out):
+    r"""``out[:size] += sum_k weights[k] * gram[rows[k], :size]``, :math:`Qv' = Qv + \sum_j
+    (v'_j - v_j) Q_{j\cdot}` of the subgradient's hinge part (``rows`` holds row indices
+    as floats).
+
+    The columns are split in blocks of ``COLUMN_BLOCK`` on numba's threads once the work
+    exceeds ``PARALLEL_WORK``; every entry is summed over ``k`` in the order of ``rows``
+    whatever the number of threads, so the result is the same bit for bit on one thread or
+    many (and the same as :func:`_add_rows_serial` over all columns)."""
+    if count * size < PARALLEL_WORK or size <= COLUMN_BLOCK:
+        _add_rows_serial(gram, rows, weights, count, 0, size, out)
+    else:
+        _add_rows_parallel(gram, rows, weights, count, size, out)
+
+
+@numba.njit(cache=True, parallel=True)
+def _symmetric_times_parallel(gram, vector, size, out):
+    """``out[:size] = gram[:size, :size] @ vector[:size]``, rows in parallel."""
+    for i in numba.prange(size):
+        total = 0.0
+        for j in range(size):
+            total += gram[i, j] * vector[j]
+        out[i] = total
+
+
+@numba.njit(cache=True)
+def symmetric_times(gram, vector, size, out):
+    """``out[:size] = gram[:size, :size] @ vector[:size]`` (the Euclidean metric's
+    :math:`Qg`), each entry summed over the columns in order, rows on numba's threads once
+    the work exceeds ``PARALLEL_WORK``: the same bits on one thread or many."""
+    if size * size < PARALLEL_WORK:
+        for i in range(size):
+            total = 0.0
+            for j in range(size):
+                total += gram[i, j] * vector[j]
+            out[i] = total
+    else:
+        _symmetric_times_parallel(gram, vector, size, out)
+
+
+def _compiled_iterations(euclidean, parallel):
+    """:func:`sample_iterations` compiled for one metric and one way of multiplying by
+    :math:`Q^k` (``euclidean`` and ``parallel`` constants of the compiled code: the other
+    branches are pruned before compilation, so the serial variants, the ones a small fit
+    uses, never compile numba's parallel loops)."""
 
     @numba.njit(cache=True)
     def iterations(gram, size, labels, costs, iterate, work, settings, state, records, first,
@@ -146,6 +224,10 @@ def _compiled_iterations(euclidean):
         q_g = work[3]
         margins = work[4]
         step_margins = work[5]
+        # the rows j of Q whose hinge weights changed (as float64, exact below 2^53), and
+        # the changes
+        changed_rows = work[6]
+        changed_weights = work[7]
         event = EVENT_BUDGET
         iteration = first
         while iteration < last or initial:
@@ -180,6 +262,7 @@ def _compiled_iterations(euclidean):
                         for i in range(size):
                             q_hinge[i] = 0.0
                     if fresh or changed > 0:
+                        count = 0
                         for j in range(size):
                             target = costs[j] * labels[j] if labels[j] * q_at[j] < 1.0 else 0.0
                             if fresh:
@@ -191,8 +274,15 @@ def _compiled_iterations(euclidean):
                             else:
                                 weight = 0.0
                             if weight != 0.0:
-                                for i in range(size):
-                                    q_hinge[i] += weight * gram[j, i]
+                                changed_rows[count] = j
+                                changed_weights[count] = weight
+                                count += 1
+                        if parallel:
+                            add_weighted_rows(gram, changed_rows, changed_weights, count,
+                                              size, q_hinge)
+                        else:
+                            _add_rows_serial(gram, changed_rows, changed_weights, count, 0,
+                                             size, q_hinge)
                     fresh = False
                     # g = p - v (eq. (8)), or Q(p - v) in the Euclidean metric, and the inner
                     # products of eq. (5) with u = -d_{k-1}
@@ -211,7 +301,9 @@ def _compiled_iterations(euclidean):
                             uu += d[i] * q_d[i]
                             dg += d[i] * q_g[i]
                             gg += g[i] * q_g[i]
-                    if euclidean:
+                    if euclidean and parallel:
+                        symmetric_times(gram, g, size, q_g)
+                    elif euclidean:
                         for i in range(size):
                             total = 0.0
                             for j in range(size):
@@ -332,7 +424,11 @@ def _compiled_iterations(euclidean):
     return iterations
 
 
-_ITERATIONS = (_compiled_iterations(False), _compiled_iterations(True))
+#: the variants, by (metric, parallel); each compiles on its first call
+_ITERATIONS = {(euclidean, parallel): _compiled_iterations(euclidean, parallel)
+               for euclidean in (False, True) for parallel in (False, True)}
+#: the smallest |S_k| at which the iterations multiply by Q^k on several threads
+PARALLEL_SIZE = 2 * COLUMN_BLOCK
 
 
 def sample_iterations(gram, size, labels, costs, iterate, work, settings, state, records,
@@ -358,6 +454,12 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
     (:math:`Q` symmetric), in :math:`O(|\text{changes}|\,|S_k|)`; :math:`Qv` is recomputed
     from the rows of the nonzero entries after a growth of :math:`S_k` or when more than half
     the entries changed. Rows of ``gram`` may be float32; sums are float64.
+
+    From :math:`|S_k| \ge` ``PARALLEL_SIZE``, with more than one numba thread
+    (:func:`stochsvm._core.threads.using_threads`), the products with :math:`Q^k` run over
+    blocks of its columns on the threads (:func:`add_weighted_rows`,
+    :func:`symmetric_times`): every entry is summed in the same order, so the iterations are
+    the same bit for bit on one thread or many.
 
     With ``state[INITIAL]`` set, the call only writes the first direction :math:`d_0 = -g_0`
     at the incumbent (Alg. 1 step 4), with :math:`Q d_0` and ``g``, ``Qg`` in ``work[2]``,
@@ -397,6 +499,7 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
         ``EVENT_BUDGET`` (``last`` reached), ``EVENT_CONVERGED`` (:math:`\|d_k\| <
         \varepsilon` and :math:`\delta_k \le \delta_{min}`) or ``EVENT_STALLED``.
     """
-    compiled = _ITERATIONS[1 if settings[EUCLIDEAN] > 0.0 else 0]
+    parallel = size >= PARALLEL_SIZE and numba.get_num_threads() > 1
+    compiled = _ITERATIONS[settings[EUCLIDEAN] > 0.0, parallel]
     return compiled(gram, size, labels, costs, iterate, work, settings, state, records, first,
                     last)

@@ -1,0 +1,91 @@
+r"""How many threads a fit uses, and the thread pool that runs blocks of work on them.
+
+By default a fit uses every core the process may use, as BLAS does. What pins it, the
+smallest of:
+
+* numba's thread count (``NUMBA_NUM_THREADS``, or :func:`numba.set_num_threads` in the
+  calling thread);
+* ``OMP_NUM_THREADS`` when it is set;
+* the BLAS thread pool's limit (what :func:`threadpoolctl.threadpool_limits` sets, and what
+  joblib's worker processes set for one-vs-rest problems in parallel).
+
+:func:`fit_threads` is that number; :func:`using_threads` makes numba's parallel loops use it
+in the calling thread for the duration of a fit, and :func:`map_blocks` runs independent
+blocks of NumPy work (matrix products and element-wise transforms, which release the GIL) on
+that many threads, each block on a single-threaded BLAS so that the pools do not
+oversubscribe the cores and a block's rounding does not depend on the thread count.
+
+Work is split by the data, never by the thread count: every block covers the same rows
+whatever the number of threads, so a model is the same bit for bit on one thread or many.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+
+__all__ = ["blas_thread_limit", "fit_threads", "map_blocks", "using_threads"]
+
+
+def blas_thread_limit():
+    """The largest thread count of the BLAS libraries loaded in the process (what
+    ``threadpoolctl`` reports and limits), or ``None`` when none is found."""
+    from threadpoolctl import threadpool_info
+
+    counts = [info["num_threads"] for info in threadpool_info()
+              if info.get("user_api") == "blas"]
+    return max(counts) if counts else None
+
+
+def fit_threads():
+    """Threads a fit may use (module docstring): at least 1."""
+    counts = [numba.get_num_threads()]
+    requested = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if requested.isdigit() and int(requested) > 0:
+        counts.append(int(requested))
+    blas = blas_thread_limit()
+    if blas:
+        counts.append(blas)
+    return max(1, min(counts))
+
+
+@contextlib.contextmanager
+def using_threads(threads):
+    """Make numba's parallel loops use ``threads`` threads in the calling thread, and restore
+    the previous count on exit."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+def map_blocks(function, blocks, threads):
+    """``[function(block) for block in blocks]``, on ``threads`` threads when there are
+    several blocks. Every block runs with a single-threaded BLAS whatever ``threads`` is, so
+    that the pools do not oversubscribe the cores and a block's rounding does not depend on
+    the thread count (multi-threaded BLAS products may round differently). ``function``
+    must be thread-safe: the blocks write disjoint outputs."""
+    blocks = list(blocks)
+    with _single_threaded_blas():
+        if threads <= 1 or len(blocks) <= 1:
+            return [function(block) for block in blocks]
+        with ThreadPoolExecutor(max_workers=min(threads, len(blocks))) as pool:
+            return list(pool.map(function, blocks))
+
+
+_CONTROLLER = []
+
+
+def _single_threaded_blas():
+    """A context in which the BLAS libraries of the process use one thread (the
+    ``threadpoolctl`` controller is built once: finding the libraries takes milliseconds)."""
+    if not _CONTROLLER:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
