@@ -18,10 +18,18 @@ Protocol
 * Semi-supervised methods (``--semi``), 10% of the training labels kept (stratified),
   calibrated on those: ``TSGS3VM``, ``FRS3VM``, ``BGS3VM``, against
   ``SVC(probability=True)`` trained on the labeled part.
+* More than two classes: the fit's probability model (by default the one-vs-rest sigmoids
+  fitted jointly), and, on the same held-out decision values, the log loss of each model of
+  ``stochsvm._core.probability.MULTICLASS_PROBABILITIES`` (``joint_sigmoids``, ``softmax``,
+  ``one_vs_rest``: the sigmoids fitted one at a time and normalised, the model before the
+  joint fit), in ``log_loss_by_multiclass_probability``.
 * Every estimator is fitted twice, with ``probability=False`` and ``True``; the extra cost is
-  ``(seconds with - seconds without) / seconds without`` (target: under 2). One BLAS thread,
-  one process; the numba functions are compiled before the timed fits (a first untimed
-  fit on a few rows).
+  ``(seconds with - seconds without) / seconds without`` (target: under 2); with
+  ``--repeats N`` each is the median of N fits. One BLAS thread, one process; the numba
+  functions are compiled before the timed fits (a first untimed fit on a few rows).
+* Fewer than 500 labeled training rows (sonar, musk, breast cancer) are calibrated on three
+  folds, more on two; ``--folds K`` sets K folds at every size (``--folds 2
+  --multiclass-probability one_vs_rest`` is the configuration before both changes).
 
 Run::
 
@@ -137,6 +145,48 @@ def semi_methods(n_train):
                                                                  random_state=0))
 
 
+#: the held-out decision values of the last calibration (``record_held_out``)
+LAST_CALIBRATION = {}
+
+
+def record_held_out():
+    """Keep the held-out values every calibration fits its model on, in
+    ``LAST_CALIBRATION``, so that the other multiclass models can be fitted on the same."""
+    from stochsvm._core import base
+
+    original = base.probability_model_from_held_out
+    if getattr(original, "recording", False):
+        return
+
+    def recording(held_out, multiclass):
+        LAST_CALIBRATION["held_out"] = held_out
+        return original(held_out, multiclass)
+
+    recording.recording = True
+    base.probability_model_from_held_out = recording
+
+
+def multiclass_log_losses(model, X_test, y_test):
+    """``{model name: test log loss}`` of every multiclass probability model fitted on the
+    held-out values of ``model``'s calibration."""
+    from sklearn.metrics import log_loss
+
+    from stochsvm._core.probability import (
+        MULTICLASS_PROBABILITIES,
+        class_log_probabilities,
+        probability_model_from_held_out,
+    )
+
+    scores_test = np.asarray(model.decision_function(X_test), dtype=np.float64)
+    losses = {}
+    for name in MULTICLASS_PROBABILITIES:
+        A, B, used = probability_model_from_held_out(LAST_CALIBRATION["held_out"], name)
+        probabilities = np.exp(class_log_probabilities(scores_test, A, B, used))
+        # a model that cannot be formed falls back to one_vs_rest (its log loss, then)
+        losses[name] = float(log_loss(y_test, probabilities, labels=model.classes_))
+    return losses
+
+
 def timed_fit(estimator, X, y):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -166,7 +216,8 @@ def hide_labels(y_train, fraction=0.1, seed=0):
     return hidden, kept
 
 
-def run_family(family, builder, task, X_train, X_test, y_train, y_test, reliability):
+def run_family(family, builder, task, X_train, X_test, y_train, y_test, reliability,
+               repeats=1):
     from sklearn.base import clone
 
     methods, (peer_name, peer) = builder(len(y_train))
@@ -186,9 +237,11 @@ def run_family(family, builder, task, X_train, X_test, y_train, y_test, reliabil
         warm = np.concatenate([np.flatnonzero(fit_y == label)[:5] for label in np.unique(fit_y)])
         timed_fit(clone(estimator).set_params(probability=True), X_train[warm], fit_y[warm])
         plain = clone(estimator)
-        seconds = timed_fit(plain, X_train, fit_y)
+        seconds = float(np.median([timed_fit(plain, X_train, fit_y)
+                                   for _ in range(repeats)]))
         calibrated = clone(estimator).set_params(probability=True)
-        calibrated_seconds = timed_fit(calibrated, X_train, fit_y)
+        calibrated_seconds = float(np.median([timed_fit(calibrated, X_train, fit_y)
+                                              for _ in range(repeats)]))
         row = {"task": task, "family": family, "method": name, "peer": False,
                "seconds": seconds, "seconds_with_probability": calibrated_seconds,
                "extra_cost": (calibrated_seconds - seconds) / seconds,
@@ -197,6 +250,10 @@ def run_family(family, builder, task, X_train, X_test, y_train, y_test, reliabil
         row["log_loss_over_peer"] = row["log_loss"] - peer_scores["log_loss"]
         if getattr(plain, "loss", None) == "log_loss":
             row["native_log_loss"] = scores(plain, X_test, test_y)[0]["log_loss"]
+        if len(calibrated.classes_) > 2:
+            row["multiclass_probability"] = calibrated.multiclass_probability_
+            row["log_loss_by_multiclass_probability"] = multiclass_log_losses(
+                calibrated, X_test, test_y)
         if hasattr(calibrated, "sample_size_"):
             row["sample_size"] = int(np.max(calibrated.sample_size_))
         reliability[task][name] = calibrated.predict_proba(X_test).tolist()
@@ -247,6 +304,17 @@ def markdown(rows, settings):
             f"{row['peer_log_loss']:.4f} | {row['log_loss_over_peer']:+.4f} | "
             f"{row['accuracy']:.4f} | {row['seconds']:.2f} | "
             f"{row['seconds_with_probability']:.2f} | {row['extra_cost']:.2f}x |")
+    multiclass = [row for row in rows if "log_loss_by_multiclass_probability" in row]
+    if multiclass:
+        names = list(multiclass[0]["log_loss_by_multiclass_probability"])
+        lines += ["", "More than two classes: log loss of each probability model fitted on the "
+                  "same held-out values.", "",
+                  "| task | family | method | " + " | ".join(names) + " |",
+                  "|---|---|---|" + "---|" * len(names)]
+        for row in multiclass:
+            losses = row["log_loss_by_multiclass_probability"]
+            lines.append(f"| {row['task']} | {row['family']} | {row['method']} | "
+                         + " | ".join(f"{value:.4f}" for value in losses.values()) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -259,17 +327,27 @@ def main(argv=None):
     parser.add_argument("--shuttle-rows", type=int, default=20000)
     parser.add_argument("--output", default=str(REPOSITORY / "benchmarks" / "results"))
     parser.add_argument("--folds", type=int, default=None,
-                        help="cross-validation folds of the calibration (default: the "
-                             "estimators' own)")
+                        help="cross-validation folds of the calibration at every size "
+                             "(default: the estimators' own)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="timed fits per estimator and setting; their median is reported")
+    parser.add_argument("--multiclass-probability",
+                        choices=("joint_sigmoids", "softmax", "one_vs_rest"), default=None,
+                        help="the model of more than two classes' probabilities (default: "
+                             "the estimators' own)")
     arguments = parser.parse_args(argv)
+    from stochsvm._core.base import BaseClassifier
     if arguments.folds is not None:
-        from stochsvm._core.base import BaseClassifier
         BaseClassifier._calibration_folds = arguments.folds
+        BaseClassifier._small_calibration_folds = arguments.folds
+    if arguments.multiclass_probability is not None:
+        BaseClassifier._multiclass_probability = arguments.multiclass_probability
     tasks = (arguments.tasks.split(",") if arguments.tasks
              else QUICK_TASKS if arguments.quick else ALL_TASKS)
     families = [("kernel", kernel_methods), ("linear", linear_methods)]
     if arguments.semi:
         families.append(("semi-supervised", semi_methods))
+    record_held_out()
     rows, reliability, truths = [], {}, {}
     for task in tasks:
         loaded = load_task(task, arguments.data, arguments.shuttle_rows)
@@ -279,7 +357,7 @@ def main(argv=None):
         truths[task] = y_test
         for family, builder in families:
             family_rows, _ = run_family(family, builder, task, X_train, X_test, y_train,
-                                        y_test, reliability)
+                                        y_test, reliability, arguments.repeats)
             rows.extend(family_rows)
     suffix = "_quick" if arguments.quick else ""
     output = Path(arguments.output)

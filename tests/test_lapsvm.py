@@ -17,7 +17,7 @@ from sklearn.svm import SVC
 from stochsvm import LapSVM, io
 from stochsvm._core.anchors import anchor_laplacian, build_anchor_graph, select_anchors
 from stochsvm._core.kernels import kernel_block
-from stochsvm.semi.lapsvm import knn_laplacian, newton_line_search
+from stochsvm.semi.lapsvm import blocked_solve, knn_laplacian, newton_line_search
 
 
 def _blobs(n_samples=120, n_labeled=12, seed=0, n_classes=2):
@@ -302,3 +302,28 @@ def test_max_iter_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         LapSVM(C=10.0, manifold_weight=0.05, graph="knn", gamma=0.1).fit(X, y)
+
+
+@pytest.mark.parametrize("size, panel, call_work", [(7, 3, 1.0), (50, 8, 100.0),
+                                                    (301, 16, 5e3), (400, 64, 1e6)])
+def test_blocked_solve_is_the_lapack_solution(size, panel, call_work):
+    rng = np.random.default_rng(size)
+    matrix = rng.normal(size=(size, size))
+    matrix[:, 1] *= 1e-3  # partial pivoting has rows to exchange in every panel
+    matrix[0, 0] = 0.0
+    right = rng.normal(size=size)
+    expected = scipy.linalg.solve(matrix, right)
+    solution = blocked_solve(matrix.copy(), right, panel, call_work)
+    np.testing.assert_allclose(solution, expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    np.testing.assert_allclose(matrix @ solution, right, atol=1e-10)
+    # the factors are LAPACK's: the same row order and the same U
+    factors = matrix.copy()
+    blocked_solve(factors, right, panel, call_work)
+    lu, _ = scipy.linalg.lu_factor(matrix)
+    np.testing.assert_allclose(np.triu(factors), np.triu(lu), rtol=1e-9, atol=1e-9)
+
+
+def test_blocked_solve_refuses_a_singular_system():
+    matrix = np.ones((40, 40))
+    with pytest.raises(np.linalg.LinAlgError):
+        blocked_solve(matrix, np.ones(40), 8, 10.0)

@@ -25,8 +25,9 @@
   :mod:`stochsvm._core.state`): model files save exactly these attributes and check every one
   of them on load.
 * **Probabilities.** ``predict_proba`` and ``predict_log_proba`` are written once, here, for
-  every classifier (:mod:`stochsvm._core.probability`): Platt's sigmoid per binary problem
-  (``probA_``, ``probB_``) fitted after the model on held-out decision values when
+  every classifier (:mod:`stochsvm._core.probability`): Platt's sigmoid for two classes,
+  the one-vs-rest sigmoids fitted jointly and normalised for more (``probA_``, ``probB_``,
+  ``multiclass_probability_``) fitted after the model on held-out decision values when
   ``probability=True`` (a family's ``fit`` ends with :meth:`BaseClassifier._calibrate`), or
   the logistic model itself for an estimator whose loss is the log loss. Without either,
   the methods are absent and the error names ``probability=True``.
@@ -50,12 +51,13 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from .probability import (
+    MULTICLASS_PROBABILITIES,
+    class_log_probabilities,
+    class_probabilities,
     held_out_decision_values,
-    sigmoid_log_probabilities,
-    sigmoid_probabilities,
-    sigmoids_from_held_out,
+    probability_model_from_held_out,
 )
-from .state import (ArrayField, IntField, RecordsField, cast_float_arrays,
+from .state import (ArrayField, IntField, RecordsField, StrField, cast_float_arrays,
                     float_arrays_dtype, merged_fields)
 
 __all__ = ["BaseClassifier", "dask_fit", "dask_input", "fit_context",
@@ -203,11 +205,19 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         # Platt's sigmoid per binary problem (probability=True)
         "probA_": ArrayField("float", ("n_problems",), optional=True),
         "probB_": ArrayField("float", ("n_problems",), optional=True),
+        # more than two classes: the model of MULTICLASS_PROBABILITIES they form; absent
+        # (files written before the joint fit): the sigmoids fitted one at a time, normalised
+        "multiclass_probability_": StrField(choices=MULTICLASS_PROBABILITIES, optional=True),
     }
 
     #: folds of the cross-validation whose held-out decision values ``probability=True``
     #: fits its sigmoids on (a solver holding independent samples uses those instead)
     _calibration_folds = 2
+    #: folds below ``_small_calibration_size`` labeled samples, where copies trained on half
+    #: the data are much weaker than the fit (every fold fitted, each class with at least
+    #: that many samples; otherwise ``_calibration_folds``)
+    _small_calibration_folds = 3
+    _small_calibration_size = 500
     #: how many of those folds are fitted (``None``: all); the held-out values are those of
     #: the fitted folds
     _calibration_fits = None
@@ -217,6 +227,11 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
     _unlabeled_label = None
     #: whether the distributed fit computes held-out values for ``probability=True``
     _calibrates_on_dask = False
+    #: how ``probability=True`` models more than two classes, one of
+    #: ``MULTICLASS_PROBABILITIES``: ``"joint_sigmoids"`` (the one-vs-rest sigmoids,
+    #: normalised, fitted jointly), ``"softmax"`` or ``"one_vs_rest"`` (the sigmoids fitted one
+    #: at a time); the fit records what it used in ``multiclass_probability_``
+    _multiclass_probability = "joint_sigmoids"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -324,8 +339,10 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
             f"fit, as sklearn.svm.SVC does): {type(self).__name__}(probability=True)"
             ".fit(X, y).predict_proba(X).")
 
-    def _sigmoids(self):
-        """``(A, B)`` of the probability model: the fitted sigmoids, or the logistic model."""
+    def _probability_model(self):
+        """``(A, B, multiclass)`` of the probability model: the fitted sigmoids or softmax
+        (a fit without ``multiclass_probability_``: sigmoids fitted one at a time), or the
+        logistic model."""
         if getattr(self, "probability", False):
             if not hasattr(self, "probA_"):
                 self._check_fitted()
@@ -333,9 +350,10 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
                     f"This {type(self).__name__} has no fitted sigmoid (probA_): it was "
                     "fitted with probability=False or by partial_fit. Fit it with "
                     "probability=True to use predict_proba.")
-            return self.probA_, self.probB_
+            return (self.probA_, self.probB_,
+                    getattr(self, "multiclass_probability_", "one_vs_rest"))
         problems = len(self._positive_labels())
-        return -np.ones(problems), np.zeros(problems)
+        return -np.ones(problems), np.zeros(problems), "one_vs_rest"
 
     @_ProbabilityMethod
     @dask_input
@@ -344,9 +362,10 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
 
         With ``probability=True``, Platt's sigmoid of each binary problem's decision value,
         :math:`P_k(x) = 1/(1 + \exp(A_k f_k(x) + B_k))` (``probA_``, ``probB_``, fitted on
-        held-out decision values), normalised over the classes for more than two; with the
-        log loss, the logistic model :math:`\sigma(f_k(x))` likewise
-        (:mod:`stochsvm._core.probability`).
+        held-out decision values), normalised over the classes for more than two, where the
+        sigmoids are fitted jointly (``multiclass_probability_``; ``"softmax"`` is
+        :math:`\propto \exp(-(A_k f_k(x) + B_k))` instead). With the log loss, the logistic
+        model :math:`\sigma(f_k(x))` likewise (:mod:`stochsvm._core.probability`).
 
         Parameters
         ----------
@@ -358,8 +377,7 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
             Columns in the order of ``classes_``.
         """
         scores = self.decision_function(X)
-        A, B = self._sigmoids()
-        return sigmoid_probabilities(scores, A, B)
+        return class_probabilities(scores, *self._probability_model())
 
     @_ProbabilityMethod
     @dask_input
@@ -375,19 +393,20 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
         """
         scores = self.decision_function(X)
-        A, B = self._sigmoids()
-        return sigmoid_log_probabilities(scores, A, B)
+        return class_log_probabilities(scores, *self._probability_model())
 
     def _calibrate(self, X, y, sample_weight=None):
-        """End of ``fit``: with ``probability=True`` fit ``probA_`` and ``probB_`` on
-        held-out decision values (:meth:`_held_out_values`); otherwise drop those of an
-        earlier fit."""
+        """End of ``fit``: with ``probability=True`` fit ``probA_`` and ``probB_`` (and, for
+        more than two classes, ``multiclass_probability_``) on held-out decision values
+        (:meth:`_held_out_values`); otherwise drop those of an earlier fit."""
+        for name in ("probA_", "probB_", "multiclass_probability_"):
+            self.__dict__.pop(name, None)
         if not getattr(self, "probability", False):
-            self.__dict__.pop("probA_", None)
-            self.__dict__.pop("probB_", None)
             return
-        self.probA_, self.probB_ = sigmoids_from_held_out(
-            self._held_out_values(X, y, sample_weight))
+        self.probA_, self.probB_, multiclass = probability_model_from_held_out(
+            self._held_out_values(X, y, sample_weight), self._multiclass_probability)
+        if multiclass is not None:
+            self.multiclass_probability_ = multiclass
 
     def _held_out_values(self, X, y, sample_weight):
         """Held-out decision values per binary problem, by cross-validation
@@ -396,11 +415,23 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         # estimators without randomness (no random_state) get fixed folds
         random_state = getattr(self, "random_state", 0)
         return held_out_decision_values(
-            self, X, y, sample_weight, self._positive_labels(), self._calibration_folds,
+            self, X, y, sample_weight, self._positive_labels(), self._calibration_fold_count(y),
             random_state, unlabeled=self._unlabeled_label, n_fits=self._calibration_fits,
             max_iter=(self.n_iter_ if self._calibration_iteration_cap and self.n_iter_ >= 1
                       else None),
             fold_parameters=self._fold_parameters)
+
+    def _calibration_fold_count(self, y):
+        """``_small_calibration_folds`` for fewer than ``_small_calibration_size`` labeled
+        samples when every fold is fitted and each class has that many samples,
+        ``_calibration_folds`` otherwise."""
+        labels = y if self._unlabeled_label is None else y[y != self._unlabeled_label]
+        if self._calibration_fits is not None or len(labels) >= self._small_calibration_size:
+            return self._calibration_folds
+        _, counts = np.unique(labels, return_counts=True)
+        if counts.min() < self._small_calibration_folds:
+            return self._calibration_folds
+        return max(self._calibration_folds, self._small_calibration_folds)
 
     def _fold_parameters(self, fraction):
         """Parameters of a calibration copy trained on ``fraction`` of the labeled samples

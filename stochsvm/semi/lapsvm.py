@@ -49,8 +49,12 @@ multiplied by :math:`K^{-1}`, the preconditioning of Melacci and Belkin)
     \begin{pmatrix}\alpha\\ b\end{pmatrix}
     = \begin{pmatrix} 2C\, D y\\ \mathbf 1^\top D y\end{pmatrix},
 
-solved here exactly (dense LU; Melacci and Belkin stop a preconditioned conjugate gradient
-early instead, which is their large-n variant). When the new point's margins keep :math:`E`
+solved here exactly (dense LU with partial pivoting; Melacci and Belkin stop a
+preconditioned conjugate gradient early instead, which is their large-n variant). A system
+whose factorization is more than ``SOLVE_CALL_WORK`` multiply-adds is factored by blocks
+(:func:`blocked_solve`: LAPACK on panels of ``SOLVE_PANEL`` columns, BLAS on bounded column
+chunks of the trailing update), so that Ctrl-C stops a large fit within a fraction of a
+second; the solution is LAPACK's to rounding. When the new point's margins keep :math:`E`
 it is the exact optimum (the gradient vanishes) and the solver stops; otherwise an exact line
 search along the Newton direction (the derivative of :math:`J` along it is piecewise linear)
 takes the step and :math:`E` is updated. Each step costs :math:`O(n^3)`; a few steps suffice
@@ -85,7 +89,8 @@ from .._core.monitor import TrainingMonitor
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from ._base import BaseSemiSupervisedClassifier
 
-__all__ = ["LapSVM", "LapSVMSettings", "GraphLaplacian", "knn_laplacian", "newton_line_search"]
+__all__ = ["LapSVM", "LapSVMSettings", "GraphLaplacian", "SOLVE_CALL_WORK", "SOLVE_PANEL",
+           "blocked_solve", "knn_laplacian", "newton_line_search"]
 
 #: the graphs of ``graph``
 GRAPHS = ("anchor", "knn")
@@ -93,6 +98,11 @@ GRAPHS = ("anchor", "knn")
 #: columns of the kernel matrix per product with the Laplacian (the temporaries of one
 #: product stay near 32 MiB)
 _PRODUCT_BYTES = 32 * 2**20
+
+#: the most multiply-adds of one BLAS or LAPACK call of :func:`blocked_solve` (about 0.1 s
+#: on one core), and its panel width: a smaller system is solved by one LAPACK call
+SOLVE_CALL_WORK = 5e8
+SOLVE_PANEL = 256
 
 #: a margin within this distance of 1 counts on either side when the solver checks that the
 #: Newton point keeps the active set (the squared hinge and its derivative are 0 there)
@@ -214,6 +224,80 @@ def newton_line_search(slope, curvature, margins, rates, weights):
     if c1 <= 0.0:
         return start
     return max(start, -c0 / c1)
+
+
+def blocked_solve(matrix, right, panel=None, call_work=None):
+    r"""Solve ``matrix @ x = right`` (square, float64, overwritten) by LU with partial
+    pivoting in calls of bounded work, so that a ``KeyboardInterrupt`` lands between them.
+
+    Right-looking blocked LU: each panel of ``panel`` columns is factored by LAPACK's
+    ``getrf`` (its pivots are those of unblocked partial pivoting), its row interchanges are
+    applied to the rest of the rows, and the trailing matrix is updated by
+    :math:`A_{22} \leftarrow A_{22} - L_{21} U_{12}` in column chunks of at most
+    ``call_work`` multiply-adds; the triangular solves go by blocks too. The factors are
+    LAPACK's to rounding. A system of at most ``call_work`` multiply-adds in all is solved by
+    one :func:`scipy.linalg.solve`.
+
+    Parameters
+    ----------
+    matrix : ndarray of shape (m, m)
+        Overwritten by the factors.
+    right : ndarray of shape (m,)
+    panel : int, default=None
+        ``SOLVE_PANEL`` when ``None``.
+    call_work : float, default=None
+        ``SOLVE_CALL_WORK`` when ``None``.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+    """
+    panel = SOLVE_PANEL if panel is None else int(panel)
+    call_work = SOLVE_CALL_WORK if call_work is None else float(call_work)
+    size = matrix.shape[0]
+    if size ** 3 / 3.0 <= call_work:
+        return scipy.linalg.solve(matrix, right, overwrite_a=True, check_finite=False)
+    getrf = scipy.linalg.get_lapack_funcs("getrf", (matrix,))
+    order = np.arange(size)
+    for start in range(0, size, panel):
+        stop = min(size, start + panel)
+        factors, pivots, info = getrf(matrix[start:, start:stop])
+        if info < 0:
+            raise ValueError(f"LAPACK getrf: illegal argument {-info}")
+        matrix[start:, start:stop] = factors
+        # the panel's interchanges, composed, applied to the rows they move
+        moved = np.arange(size - start)
+        for row, pivot in enumerate(pivots):
+            moved[[row, pivot]] = moved[[pivot, row]]
+        changed = np.flatnonzero(moved != np.arange(size - start))
+        rows, sources = start + changed, start + moved[changed]
+        order[rows] = order[sources]
+        for columns in (slice(0, start), slice(stop, size)):
+            matrix[rows, columns] = matrix[sources, columns]
+        if stop == size:
+            break
+        width = max(1, int(call_work // ((size - start) * (stop - start))))
+        lower = matrix[start:stop, start:stop]
+        for column in range(stop, size, width):
+            chunk = slice(column, min(size, column + width))
+            matrix[start:stop, chunk] = scipy.linalg.solve_triangular(
+                lower, matrix[start:stop, chunk], lower=True, unit_diagonal=True,
+                check_finite=False)
+            matrix[stop:, chunk] -= matrix[stop:, start:stop] @ matrix[start:stop, chunk]
+    solution = np.asarray(right, dtype=np.float64)[order]
+    for start in range(0, size, panel):  # L y = P b, L unit lower triangular
+        stop = min(size, start + panel)
+        solution[start:stop] = scipy.linalg.solve_triangular(
+            matrix[start:stop, start:stop], solution[start:stop], lower=True,
+            unit_diagonal=True, check_finite=False)
+        solution[stop:] -= matrix[stop:, start:stop] @ solution[start:stop]
+    for stop in range(size, 0, -panel):  # U x = y
+        start = max(0, stop - panel)
+        solution[start:stop] = scipy.linalg.solve_triangular(
+            matrix[start:stop, start:stop], solution[start:stop], lower=False,
+            check_finite=False)
+        solution[:start] -= matrix[:start, start:stop] @ solution[start:stop]
+    return solution
 
 
 def _dense_rows(X):
@@ -591,7 +675,11 @@ class _NewtonProblem:
         else:
             system[:n, :n] = 0.0
         rows = np.flatnonzero(diagonal)
-        system[rows, :n] += (2.0 * C * diagonal[rows])[:, None] * self.gram[rows]
+        # in blocks of rows, so that Ctrl-C lands between them on a large system
+        block = max(1, int(_PRODUCT_BYTES // (8 * max(n, 1))))
+        for first in range(0, len(rows), block):
+            part = rows[first:first + block]
+            system[part, :n] += (2.0 * C * diagonal[part])[:, None] * self.gram[part]
         system[np.arange(n), np.arange(n)] += 1.0
         system[:n, n] = 2.0 * C * diagonal
         system[n, :n] = diagonal[rows] @ self.gram[rows]
@@ -602,7 +690,7 @@ class _NewtonProblem:
             system[n, :] = 0.0
             system[n, n] = 1.0
             right[n] = self._intercept
-        solution = scipy.linalg.solve(system, right, overwrite_a=True, check_finite=False)
+        solution = blocked_solve(system, right)
         return solution[:n], float(solution[n])
 
     def solve(self, max_iter, monitor):

@@ -37,7 +37,9 @@ more than ``max_samples`` samples (use :class:`stochsvm.semi.tsgs3vm.TSGS3VM` be
     violated positive with the most violated negative), so the old :math:`(w, b)` is feasible
     with a strictly smaller objective and the retrained SVM is at least as good: within one
     cost level the objective decreases monotonically (recorded in ``history_``). The balancing
-    constraint is the fixed number :math:`k` of positive imputed labels.
+    constraint is the fixed number :math:`k` of positive imputed labels. Ctrl-C stops the
+    fit when the current libsvm training returns (one C call Python cannot interrupt): at the
+    default ``max_samples`` its calls take up to about 1 s (``benchmarks/semi_interrupt.py``).
 
 :class:`CCCPTSVM` (Collobert, Sinz, Weston and Bottou 2006)
     The symmetric ramp loss :math:`u(t) = R_s(t) + R_s(-t)`, :math:`R_s = H_1 - H_s`
