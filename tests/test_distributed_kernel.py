@@ -92,6 +92,17 @@ def test_dask_fit_is_the_in_memory_model(client):
     assert not any(DISTRIBUTED_KEYS & set(record) for record in in_memory.history_)
 
 
+def test_dask_fit_past_the_memory_budget_is_the_in_memory_model(client):
+    """Past the cached matrix (200 samples) the sample grows to 800 with kernel rows
+    computed on the fly, from the rows the dask source gives: the in-memory model."""
+    X, y = _moons()
+    params = {"max_samples": 800, "max_memory_mb": 200 * 200 * 8 / 2**20}
+    in_memory = _fit(_estimator(**params), X, y)
+    on_dask = _fit(_estimator(**params), *_on_dask(X, y))
+    assert in_memory.sample_size_[0] > 200
+    _assert_same_model(on_dask, in_memory)
+
+
 def test_gamma_scale_and_sample_weight(client):
     """``gamma="scale"`` from the blocks' moments (equal to rounding) and weights fetched
     with their rows."""

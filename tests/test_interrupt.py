@@ -31,7 +31,7 @@ from stochsvm.linear import (
     s3gd,
     sadmm,
 )
-from stochsvm.semi import BGS3VM, CCCPTSVM, bgs3vm, box_qp
+from stochsvm.semi import BGS3VM, CCCPTSVM, LapSVM, bgs3vm, box_qp, lapsvm
 from stochsvm.semi.box_qp import solve_box_qp
 
 
@@ -124,9 +124,9 @@ def test_scs_iterations_are_bounded_in_work(monkeypatch):
     calls = []
     original = scs_adaptive.sample_iterations
 
-    def recording(gram, size, *arguments):
+    def recording(gram, size, *arguments, **keywords):
         calls.append((size, arguments[-2], arguments[-1]))
-        return original(gram, size, *arguments)
+        return original(gram, size, *arguments, **keywords)
 
     monkeypatch.setattr(scs_adaptive, "sample_iterations", recording)
     monkeypatch.setattr(scs_adaptive, "CHUNK_WORK", 1.0)
@@ -219,3 +219,43 @@ def test_cccp_box_qp_epochs_are_bounded_in_work(monkeypatch):
     assert len(calls) >= 10 and max(calls) <= 1
     np.testing.assert_array_equal(split.decision_function(X), whole.decision_function(X))
     assert _semi_fitted(split)[1] == _semi_fitted(whole)[1]
+
+
+def test_lapsvm_newton_solve_runs_in_bounded_calls(monkeypatch):
+    """LapSVM's dense Newton system is factored in calls of bounded work: with the bound at
+    one multiply-add, every LAPACK panel is SOLVE_PANEL columns at most and every triangular
+    solve and trailing update one column; the model is the one-call solve's to rounding."""
+    X, y = make_classification(160, 6, n_informative=4, random_state=0)
+    y = y.copy()
+    y[20:] = -1
+    settings = dict(C=5.0, manifold_weight=0.3, n_anchors=20, fit_intercept=True,
+                    random_state=0)
+    whole = LapSVM(**settings).fit(X, y)
+    import scipy.linalg
+
+    panels, columns = [], []
+    getrf_lookup, triangular = scipy.linalg.get_lapack_funcs, scipy.linalg.solve_triangular
+
+    def lookup(names, arrays=()):
+        getrf = getrf_lookup(names, arrays)
+
+        def recording(matrix, *arguments, **keywords):
+            panels.append(matrix.shape[1])
+            return getrf(matrix, *arguments, **keywords)
+        return recording
+
+    def recording_triangular(matrix, right, *arguments, **keywords):
+        columns.append(1 if np.ndim(right) == 1 else right.shape[1])
+        return triangular(matrix, right, *arguments, **keywords)
+
+    monkeypatch.setattr(scipy.linalg, "get_lapack_funcs", lookup)
+    monkeypatch.setattr(scipy.linalg, "solve_triangular", recording_triangular)
+    monkeypatch.setattr(lapsvm, "SOLVE_CALL_WORK", 1.0)
+    monkeypatch.setattr(lapsvm, "SOLVE_PANEL", 16)
+    split = LapSVM(**settings).fit(X, y)
+    size = 161  # the samples and the intercept
+    assert len(panels) == -(-size // 16) * split.n_iter_ and max(panels) <= 16
+    assert len(columns) > size and max(columns) == 1
+    np.testing.assert_allclose(split.decision_function(X), whole.decision_function(X),
+                               rtol=1e-9, atol=1e-9)
+    assert split.n_iter_ == whole.n_iter_

@@ -332,11 +332,21 @@ def test_multiclass_one_vs_rest_and_sparse_input():
 
 def test_memory_budget_error_names_budget_and_way_out():
     X, y = binary_breast_cancer()
+    # sparse input has no rows computed on the fly past the budget
     with pytest.raises(MemoryError, match="max_memory_mb=1 .*max_samples"):
-        SCSKernelSVC(max_samples=5000, max_memory_mb=1).fit(X, y)
+        SCSKernelSVC(max_samples=5000, max_memory_mb=1).fit(sp.csr_matrix(X), y)
     # float32 halves the matrix: 569^2 * 4 bytes fit in 1.3 MiB, float64 does not
     with pytest.raises(MemoryError):
-        SCSKernelSVC(max_samples=len(y), max_memory_mb=1.3, max_iter=1).fit(X, y)
+        SCSKernelSVC(max_samples=len(y), max_memory_mb=1.3, max_iter=1,
+                     metric="euclidean").fit(X, y)
+    SCSKernelSVC(max_samples=len(y), max_memory_mb=1.3, max_iter=1, metric="euclidean",
+                 kernel_dtype="float32").fit(X, y)
+    # dense input trains past the budget (tests/test_scs_past_budget.py)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        past = SCSKernelSVC(max_samples=len(y), max_memory_mb=1.3, max_iter=300,
+                            sampling_tol=0.0, error_tol=0.0, random_state=0).fit(X, y)
+    assert past.sample_size_[0] == len(y)
     # max_samples=None: the largest sample the budget holds (isqrt(1.3 MiB / 8) = 412)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -826,10 +836,10 @@ def test_compiled_chunks_are_bounded_in_work(monkeypatch):
     calls = []
     original = scs_adaptive.sample_iterations
 
-    def recording(gram, size, *arguments):
+    def recording(gram, size, *arguments, **keywords):
         first, last = arguments[-2], arguments[-1]
         calls.append((size, first, last))
-        return original(gram, size, *arguments)
+        return original(gram, size, *arguments, **keywords)
 
     monkeypatch.setattr(scs_adaptive, "sample_iterations", recording)
     monkeypatch.setattr(scs_adaptive, "CHUNK_WORK", 200 * 200 * 7)

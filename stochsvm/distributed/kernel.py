@@ -306,7 +306,8 @@ def fit_sampled_rows(estimator, X, y, sample_weight=None):
     check_margin_weight(estimator._C, [blocks.weight_total])
     estimator._resolve_kernel_from(n_samples, _gamma(estimator, X_blocks, n_features,
                                                      transfers))
-    settings = estimator._resolve_parameters(n_samples)
+    settings = estimator._resolve_parameters(
+        n_samples, n_features, sp.issparse(getattr(X, "_meta", None)))
 
     source = SampledRows(X_blocks, y_blocks, weight_blocks, blocks.sizes, n_features,
                          transfers)

@@ -28,6 +28,7 @@ from numbers import Integral, Real
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -75,7 +76,7 @@ KERNEL_PARAMETER_CONSTRAINTS = {
 class BaseKernelClassifier(BaseClassifier):
     """Base class: kernel resolution, one-vs-rest, prediction and the objective.
 
-    Subclasses define ``_resolve_parameters(n_samples)`` and
+    Subclasses define ``_resolve_parameters(n_samples, n_features, sparse)`` and
     ``_fit_binary(X, signs, weights, rng, index) -> (coefficients, history, n_iter)`` (or
     with a fourth item, a dict of per-problem values collected in ``_problem_extras``), where
     ``coefficients`` has one entry per training sample (zeros outside the support). It may run
@@ -174,7 +175,7 @@ class BaseKernelClassifier(BaseClassifier):
         self._C = float(self.C)
         check_margin_weight(self._C, weights)
         self._resolve_kernel(X)
-        settings = self._resolve_parameters(X.shape[0])
+        settings = self._resolve_parameters(X.shape[0], X.shape[1], sp.issparse(X))
         problems = self._signed_labels(y)
         random_state, seeds = problem_seeds(self.random_state, len(problems))
         results = self._solve_problems(self._fit_binary, [

@@ -167,7 +167,17 @@ Implementation choices (each one stated where the paper leaves room)
   ``kernel_dtype``; when that exceeds ``max_memory_mb`` the fit fails at once with a
   ``MemoryError`` naming the budget. (With adaptive sampling the reservation is a memory
   map whose pages are taken as they are first written, in small pages, so only the pages
-  of the rows in use are ever touched.) With more
+  of the rows in use are ever touched.) **Past the budget**, with adaptive sampling, the
+  default metric and dense input, a ``max_samples`` larger than what ``max_memory_mb``
+  holds is allowed: the first samples of :math:`S_k` keep their rows in the cached matrix,
+  and :math:`S_k` keeps growing; every kernel value with a sample past them is computed
+  when the iterations need it (:mod:`stochsvm.kernel.kernel_rows`; compute-bound, about
+  ``n_features`` operations per value, on every core), and the rows of :math:`T_k` are
+  computed at every test and only their products kept. A growth that would cross the
+  cached samples stops at them. Where both fit, the model is the cached path's to
+  rounding. (The iterations read about half the rows of :math:`Q^k` between two growths,
+  so no smaller cache of rows serves them: past the budget an iteration costs several
+  times more, ``benchmarks/BENCHMARKS.md``.) With more
   than two classes each one-vs-rest problem grows its own sample and matrix, one problem at
   a time. Once :math:`|S_k|` = ``max_samples`` the
   sample stops growing and the method continues on that sample (the history records
@@ -190,6 +200,14 @@ Implementation choices (each one stated where the paper leaves room)
 * **Products.** :math:`Q^k v` for the hinge part :math:`v` of a subgradient reads only the
   rows of the samples with margin below 1 (:func:`~stochsvm.kernel._base.symmetric_matvec`,
   float64 accumulation whatever ``kernel_dtype``).
+* **Threads.** A fit uses every core the process may use
+  (:func:`stochsvm._core.threads.fit_threads`: numba's thread count, ``OMP_NUM_THREADS`` and
+  the BLAS limit of ``threadpoolctl`` pin it; ``n_jobs`` still runs one-vs-rest problems in
+  processes). The kernel blocks and the mirrored columns of :math:`Q^k` are computed in
+  chunks of rows on a thread pool, and from :math:`|S_k|` = 8192 the iterations multiply by
+  :math:`Q^k` over blocks of its columns in parallel. The work is split by the data, not
+  by the thread count: the model is the same bit for bit on one thread or many (with BLAS
+  pinned alike; BLAS's own threads may change the rounding of its products).
 """
 
 from __future__ import annotations
@@ -224,19 +242,24 @@ class SCSSettings:
     :meth:`SCSKernelSVC._resolve_parameters` and passed down to the sampling schedules.
 
     ``capacity`` is the largest :math:`|S_k|` (``max_samples``, or what ``max_memory_mb``
-    holds, at most the training set); ``initial_samples`` is :math:`|S_0|`;
+    holds, at most the training set);
+    ``cached`` the samples whose rows of :math:`Q^k` are kept (what ``max_memory_mb``
+    holds, at most ``capacity``); ``initial_samples`` is :math:`|S_0|`;
     ``sufficient_decrease`` and ``curvature`` are :math:`m_1, m_2` of Alg. 2 and ``divisor``
     its :math:`n`; ``eta1``, ``eta2`` and ``radius_factor`` are :math:`\eta_1, \eta_2,
     \gamma` of Alg. 1; ``euclidean`` selects the metric of the directions; ``patience`` is
     ``n_iter_no_change`` (``None``: no stall rule); ``threads`` is the number of threads of
     the kernel blocks and the compiled loops (:func:`stochsvm._core.threads.fit_threads`;
-    the model does not depend on it). The other fields are the estimator's parameters of
-    the same names (``C`` as a float).
+    the model does not depend on it); ``kernel_rows`` is ``(kernel, gamma, degree, coef0,
+    intercept offset)`` of the values computed on the fly past ``cached``
+    (:mod:`stochsvm.kernel.kernel_rows`), ``None`` when every sample is cached. The other
+    fields are the estimator's parameters of the same names (``C`` as a float).
     """
 
     C: float
     initial_samples: int
     capacity: int
+    cached: int
     max_samples: int | None
     samples_per_iter: int
     tol: float
@@ -261,6 +284,7 @@ class SCSSettings:
     max_memory_mb: float
     calibration_points: int = 0
     threads: int = 1
+    kernel_rows: tuple | None = None
 
 
 class SCSKernelSVC(BaseKernelClassifier):
@@ -300,7 +324,10 @@ class SCSKernelSVC(BaseKernelClassifier):
         ``>= initial_samples``. ``None``: the largest sample whose :math:`Q^k` fits
         ``max_memory_mb`` in the storage type of ``kernel_dtype`` (32768 in float32 and
         23170 in float64 at the default 4096 MiB). The budget is checked for this size at
-        once; with adaptive sampling the memory is only touched as :math:`S_k` grows.
+        once; with adaptive sampling the memory is only touched as :math:`S_k` grows. A
+        larger value trains past the budget on dense input with adaptive sampling and the
+        default metric (module docstring, "Memory"): the kernel values past the cached
+        samples are computed on the fly; elsewhere it fails with a ``MemoryError``.
     tol : float, default=1e-3
         :math:`\varepsilon`: stop when :math:`\|d_k\| < \varepsilon r_0` and
         :math:`\delta_k \le \delta_{min}`, with :math:`r_0` the length of the exact
@@ -372,7 +399,8 @@ class SCSKernelSVC(BaseKernelClassifier):
         samples, float32 above.
     max_memory_mb : float, default=4096
         Budget for :math:`Q^k` and the validation columns, in mebibytes. The default holds
-        ``max_samples=20000`` in float64 (3052 MiB) or 29000 in float32 (3208 MiB).
+        ``max_samples=20000`` in float64 (3052 MiB) or 29000 in float32 (3208 MiB). Past
+        it, see ``max_samples``.
     class_weight : dict, "balanced" or None, default=None
         Multiplies ``C`` for the samples of each class (``{class: weight}``), as in ``SVC``;
         ``"balanced"`` uses ``n_samples / (n_classes * count of the class)``. The same model as
@@ -523,16 +551,18 @@ class SCSKernelSVC(BaseKernelClassifier):
                     else min(n_samples, self.max_samples))
         return "float32" if capacity > _FLOAT64_CAPACITY else "float64"
 
-    def _resolve_parameters(self, n_samples):
+    def _resolve_parameters(self, n_samples, n_features=None, sparse=False):
         """The fit's :class:`SCSSettings`, after the rules between parameters (each
-        parameter alone is checked by ``_parameter_constraints``)."""
-        if self.max_samples is None:
-            # the largest Q^k that max_memory_mb holds in the kernel's storage type
-            itemsize = np.dtype(self._kernel_dtype).itemsize
-            maximum = max(self.initial_samples,
-                          math.isqrt(int(self._max_memory_mb * 2**20 // itemsize)))
-        else:
-            maximum = self.max_samples
+        parameter alone is checked by ``_parameter_constraints``). Past the budget
+        (module docstring, "Memory") :math:`S_k` grows on dense input with the default
+        metric and adaptive sampling only."""
+        # the largest Q^k that max_memory_mb holds in the kernel's storage type
+        itemsize = np.dtype(self._kernel_dtype).itemsize
+        cached = max(self.initial_samples,
+                     math.isqrt(int(self._max_memory_mb * 2**20 // itemsize)))
+        past_budget = (not sparse and n_features is not None and self.metric == "rkhs"
+                       and self.sampling == "adaptive")
+        maximum = cached if self.max_samples is None else self.max_samples
         if maximum < self.initial_samples:
             raise ValueError(
                 f"max_samples={self.max_samples!r} is smaller than initial_samples="
@@ -556,12 +586,16 @@ class SCSKernelSVC(BaseKernelClassifier):
             raise ValueError(f"shortest_step_divisor={self.shortest_step_divisor!r} must be "
                              ">= 2 (n > 1 in Alg. 2).")
         capacity = min(maximum, n_samples)
+        cached = min(cached, capacity) if past_budget else capacity
         check_gram_budget(
-            capacity, capacity, self._kernel_dtype, self._max_memory_mb,
+            cached, cached, self._kernel_dtype, self._max_memory_mb,
             f"SCSKernelSVC's kernel matrix Q^k for max_samples={capacity}",
-            "Lower max_samples, use kernel_dtype='float32', or raise max_memory_mb.")
+            "Lower max_samples, use kernel_dtype='float32', or raise max_memory_mb (past "
+            "the budget, S_k grows on dense input with metric='rkhs' and "
+            "sampling='adaptive' only).")
         return SCSSettings(
             C=self._C, initial_samples=min(self.initial_samples, n_samples), capacity=capacity,
+            cached=cached,
             max_samples=self.max_samples, samples_per_iter=int(self.samples_per_iter),
             tol=float(self.tol), max_iter=int(self.max_iter),
             delta_init=float(self.delta_init), delta_min=float(self.delta_min),
@@ -576,7 +610,10 @@ class SCSKernelSVC(BaseKernelClassifier):
             sampling_tol=float(self.sampling_tol), error_tol=float(self.error_tol),
             kernel_dtype=self._kernel_dtype, max_memory_mb=self._max_memory_mb,
             calibration_points=CALIBRATION_POINTS if self.probability else 0,
-            threads=fit_threads())
+            threads=fit_threads(),
+            kernel_rows=None if cached == capacity else (
+                self._kernel_name, self._gamma, float(self._degree), self._coef0,
+                float(getattr(self, "_intercept_offset", 0.0) or 0.0)))
 
     # ----------------------------------------------------------------------------------
     def _fit_binary(self, settings, X, signs, weights, rng, index):

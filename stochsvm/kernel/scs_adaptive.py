@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._base import matvec
 from ._conjugate import first_step_length
+from .kernel_rows import append_points, kernel_rows_record, streamed_products
 from .row_sources import stack_rows
 from .scs_iterations import (
     ACCEPTED_STEPS,
@@ -58,8 +59,8 @@ from .scs_iterations import (
 )
 
 __all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "fit_adaptive", "grow",
-           "held_out_values", "problem_result", "test_size",
-           "validation_test"]
+           "held_out_values", "problem_result", "streamed_scores", "test_size",
+           "validation_scores", "validation_test"]
 
 #: the most multiply-adds of Q^k a chunk of compiled iterations may do (an iteration reads
 #: at most |S_k|^2 entries): about 0.05 s, so that a fit stops within a fraction of a second
@@ -95,9 +96,15 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     order = rng.permutation(n)
     # S_k = order[:size], T_k = the next points of order
     size = settings.initial_samples
-    # Q^k in the leading size x size block of a capacity x capacity matrix, rows of T_k
-    # below it; its pages are only touched as S_k grows
-    gram = kernel_matrix_buffer(capacity, settings.kernel_dtype)
+    # Q^k in the leading size x size block of a cached x cached matrix, rows of T_k
+    # below it; its pages are only touched as S_k grows. Past `cached` samples, the other
+    # kernel values are computed on the fly from the points of S_k (kernel_rows)
+    cached = settings.cached
+    gram = kernel_matrix_buffer(cached, settings.kernel_dtype)
+    points = rows_record = None
+    if cached < capacity:
+        points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
+        rows_record = kernel_rows_record(points, cached, *settings.kernel_rows[1:])
     # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
     labels = np.zeros(capacity)
     sample_weights = np.zeros(capacity)
@@ -106,6 +113,8 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     # rank-k update whose rounding differs from the product of two arrays (the models of
     # earlier versions, which indexed X twice, stay the same bit for bit)
     kernel(sample_rows, sample_rows.copy(), out=gram[:size, :size])
+    if points is not None:
+        append_points(points, sample_rows, 0)
     source.prefetch(order[size:size + test_size(settings, size, capacity)])
     costs = C * sample_weights * (n / size)
     iterate = Iterate(*np.zeros((6, capacity)))
@@ -156,8 +165,10 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
             chunk_end = settings.max_iter
         # bounded in work as well: Ctrl-C is handled between chunks of compiled iterations
         chunk_end = min(chunk_end, iteration + max(1, int(CHUNK_WORK // (size * size))))
-        done, event = sample_iterations(gram, size, labels, costs, iterate, work,
-                                        constants, state, records, iteration, chunk_end)
+        done, event = sample_iterations(
+            gram, size, labels, costs, iterate, work, constants, state, records, iteration,
+            chunk_end, rows=rows_record,
+            kernel=None if rows_record is None else settings.kernel_rows[0])
         finished = event != EVENT_BUDGET  # the stopping rule or the stall rule held
         test = None
         chunk_size = size  # |S_k| during these iterations
@@ -166,19 +177,36 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
             # estimates F at the incumbent; S_k grows when it disagrees with f_k
             next_check = done + check_every
             count = test_size(settings, size, capacity)
+            # the rows of T_k fit below Q^k in `gram` until S_k reaches `cached`; past it
+            # their kernel values are computed at every test, and only products are kept
+            streamed = size + count > cached
             if tested != count:
                 (test_rows, labels[size:size + count],
                  sample_weights[size:size + count]) = source.take_rows(
                     order[size:size + count])
-                kernel(test_rows, sample_rows, out=gram[size:size + count, :size])
+                if not streamed:
+                    kernel(test_rows, sample_rows, out=gram[size:size + count, :size])
                 tested = count
+            if streamed:
+                scores, before, step_scores = streamed_scores(
+                    kernel, test_rows, sample_rows, a, d, size, previous,
+                    settings.kernel_dtype)
+            else:
+                scores, before = validation_scores(gram, size, count, a, previous)
             test, error_bound, gain = validation_test(
-                settings, gram, size, count, labels, sample_weights, a, q_a, n, previous)
+                settings, scores, before, size, count, labels, sample_weights, a, q_a, n)
             if test > settings.sampling_tol and (settings.error_tol == 0.0 or min(
                     error_bound, gain) > settings.error_tol):
                 # the incumbent on S_k, against which the next T_k measures the gain
                 previous = a[:size].copy()
-                grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d, settings.threads)
+                if streamed:
+                    q_a[size:size + count] = scores
+                    q_d[size:size + count] = step_scores
+                else:
+                    grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d,
+                         settings.threads)
+                if points is not None:
+                    append_points(points, test_rows, size)
                 sample_rows = stack_rows(sample_rows, test_rows)
                 size += count
                 tested = 0
@@ -220,9 +248,10 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
         converged, stalled, monitor, state[NORM], state[DELTA], scale,
         records[max(iteration - 1, 0), RECORD_OBJECTIVE])
     if settings.calibration_points:
+        # past `cached`, no kernel row of T_k is kept
         result[3]["held_out"] = held_out_values(
-            settings, kernel, source, order, size, tested, gram, sample_rows, a, labels,
-            sample_weights)
+            settings, kernel, source, order, size, tested if size + tested <= cached else 0,
+            gram, sample_rows, a, labels, sample_weights)
     return result
 
 
@@ -242,7 +271,8 @@ def held_out_values(settings, kernel, source, order, size, tested, gram, sample_
     known = min(tested, count)
     values, signs, weights = np.empty(count), np.empty(count), np.empty(count)
     coefficients = a[:size]
-    values[:known] = gram[size:size + known, :size] @ coefficients
+    if known:
+        values[:known] = gram[size:size + known, :size] @ coefficients
     signs[:known] = labels[size:size + known]
     weights[:known] = sample_weights[size:size + known]
     block = max(1, int(HELD_OUT_BLOCK_BYTES // (8 * max(size, 1))))
@@ -280,17 +310,47 @@ def problem_result(settings, index, n, order, a, size, capacity, iteration, acce
 
 
 def test_size(settings, size, capacity):
-    r""":math:`|T_k| = \max(|s_k|, |S_k|)`, at most the room left below the capacity."""
-    return min(max(settings.samples_per_iter, size), capacity - size)
+    r""":math:`|T_k| = \max(|s_k|, |S_k|)`, at most the room left below the capacity; a
+    growth that would cross the cached samples stops at them (their kernel rows fill the
+    cached matrix, the rows past it are computed on the fly)."""
+    count = min(max(settings.samples_per_iter, size), capacity - size)
+    if size < settings.cached < size + count:
+        count = settings.cached - size
+    return count
 
 
-def validation_test(settings, gram, size, count, labels, sample_weights, a, q_a, n,
-                    previous=None):
+def validation_scores(gram, size, count, a, previous):
+    """The decision values on :math:`T_k` of the incumbent and of ``previous`` (``None``
+    before the first growth), from the rows of :math:`T_k` below :math:`Q^k` in ``gram``."""
+    block = gram[size:size + count]
+    scores = matvec(block[:, :size], a[:size])
+    before = None if previous is None else matvec(block[:, :previous.size], previous)
+    return scores, before
+
+
+def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype):
+    """:func:`validation_scores` past the cached matrix, from kernel rows computed block by
+    block (:func:`~stochsvm.kernel.kernel_rows.streamed_products`), with the products of the
+    direction :math:`Q_{T_k S_k} d` that a growth needs. Returns ``(scores, before,
+    step_scores)``."""
+    vectors = np.zeros((size, 3))
+    vectors[:, 0] = a[:size]
+    vectors[:, 1] = d[:size]
+    if previous is not None:
+        vectors[:previous.size, 2] = previous
+    products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype)
+    before = None if previous is None else products[:, 2]
+    return products[:, 0], before, products[:, 1]
+
+
+def validation_test(settings, scores, before, size, count, labels, sample_weights, a, q_a,
+                    n):
     r"""The three statistics of the sampling test on :math:`T_k` (module docstring).
 
-    :math:`T_k` is the ``count`` points after :math:`S_k` in the permutation, with kernel
-    rows against :math:`S_k` in ``gram[size:size + count, :size]`` and labels and weights
-    in ``labels[size:size + count]`` and ``sample_weights[size:size + count]``.
+    :math:`T_k` is the ``count`` points after :math:`S_k` in the permutation, with decision
+    values ``scores`` of the incumbent (:func:`validation_scores`) and ``before`` of the
+    incumbent when :math:`S_k` last grew (``None`` before the first growth), and labels and
+    weights in ``labels[size:size + count]`` and ``sample_weights[size:size + count]``.
 
     Returns
     -------
@@ -304,14 +364,11 @@ def validation_test(settings, gram, size, count, labels, sample_weights, a, q_a,
         (exactly so, "the rule of three", when :math:`e = 0`).
     gain : float
         :math:`(e' - e + 2\sqrt{D} + 3) / |T_k|`, with :math:`e'` the points of
-        :math:`T_k` that ``previous`` (the incumbent when :math:`S_k` last grew,
-        coefficients over the leading points of :math:`S_k`) misclassifies and :math:`D`
-        the points on which the two disagree: about a 95% upper bound on the accuracy
-        the last growth gained (paired on the same points; the 3 is the rule of three
-        of ``error_bound``, for few disagreements). ``inf`` before the first growth.
+        :math:`T_k` that the previous incumbent misclassifies and :math:`D` the points on
+        which the two disagree: about a 95% upper bound on the accuracy the last growth
+        gained (paired on the same points; the 3 is the rule of three of
+        ``error_bound``, for few disagreements). ``inf`` before the first growth.
     """
-    block = gram[size:size + count]
-    scores = matvec(block[:, :size], a[:size])
     quadratic = 0.5 * float(a[:size] @ q_a[:size])
     margins = labels[size:size + count] * scores
     validation = sample_weights[size:size + count] @ np.maximum(0.0, 1.0 - margins) / count
@@ -322,9 +379,8 @@ def validation_test(settings, gram, size, count, labels, sample_weights, a, q_a,
     wrong = margins <= 0.0
     errors = float(np.count_nonzero(wrong))
     gain = np.inf
-    if previous is not None:
-        before = labels[size:size + count] * matvec(block[:, :previous.size], previous)
-        wrong_before = before <= 0.0
+    if before is not None:
+        wrong_before = labels[size:size + count] * before <= 0.0
         disagreements = float(np.count_nonzero(wrong != wrong_before))
         gain = (float(np.count_nonzero(wrong_before)) - errors
                 + 2.0 * np.sqrt(disagreements) + 3.0) / count

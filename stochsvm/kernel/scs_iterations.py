@@ -25,6 +25,7 @@ import numpy as np
 
 from .._core.threads import map_blocks
 from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
+from .kernel_rows import CACHED, kernel_rows_record, row_adder
 
 __all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "kernel_matrix_buffer",
            "mirror_rows", "sample_iterations"]
@@ -186,15 +187,18 @@ def symmetric_times(gram, vector, size, out):
         _symmetric_times_parallel(gram, vector, size, out)
 
 
-def _compiled_iterations(euclidean, parallel):
+def _compiled_iterations(euclidean, parallel, kernel):
     """:func:`sample_iterations` compiled for one metric and one way of multiplying by
-    :math:`Q^k` (``euclidean`` and ``parallel`` constants of the compiled code: the other
-    branches are pruned before compilation, so the serial variants, the ones a small fit
-    uses, never compile numba's parallel loops)."""
+    :math:`Q^k` (``euclidean``, ``parallel`` and ``kernel`` constants of the compiled code:
+    the other branches are pruned before compilation, so the serial variants, the ones a
+    small fit uses, never compile numba's parallel loops). With a ``kernel`` name, the rows
+    past the cached matrix are computed on the fly (:mod:`stochsvm.kernel.kernel_rows`)."""
+    on_the_fly = kernel is not None
+    add_rows = row_adder(kernel) if on_the_fly else add_weighted_rows
 
     @numba.njit(cache=True)
     def iterations(gram, size, labels, costs, iterate, work, settings, state, records, first,
-                   last):
+                   last, source):
         """See :func:`sample_iterations`."""
         a, q_a, d, q_d, hinge, q_hinge = iterate
         m1 = settings[SUFFICIENT_DECREASE]
@@ -277,7 +281,10 @@ def _compiled_iterations(euclidean, parallel):
                                 changed_rows[count] = j
                                 changed_weights[count] = weight
                                 count += 1
-                        if parallel:
+                        if on_the_fly:
+                            add_rows(gram, changed_rows, changed_weights, count, size,
+                                     q_hinge, source)
+                        elif parallel:
                             add_weighted_rows(gram, changed_rows, changed_weights, count,
                                               size, q_hinge)
                         else:
@@ -424,15 +431,15 @@ def _compiled_iterations(euclidean, parallel):
     return iterations
 
 
-#: the variants, by (metric, parallel); each compiles on its first call
-_ITERATIONS = {(euclidean, parallel): _compiled_iterations(euclidean, parallel)
-               for euclidean in (False, True) for parallel in (False, True)}
+#: the variants, by (metric, parallel, kernel computed on the fly or None), made on first
+#: use; each compiles on its first call
+_ITERATIONS = {}
 #: the smallest |S_k| at which the iterations multiply by Q^k on several threads
 PARALLEL_SIZE = 2 * COLUMN_BLOCK
 
 
 def sample_iterations(gram, size, labels, costs, iterate, work, settings, state, records,
-                      first, last):
+                      first, last, rows=None, kernel=None):
     r"""Iterations ``first, ..., last - 1`` of Alg. 1 on the fixed sample :math:`S_k`.
 
     Every iteration is steps 6-8 and 14-16 of Alg. 1 with :math:`s_k = \emptyset`:
@@ -490,6 +497,13 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
         :math:`\delta_k`, :math:`t_k`, accepted, line-search outcome, stalled.
     first, last : int
         Iteration rows to run.
+    rows : KernelRows or None
+        With :math:`|S_k|` past ``rows.parameters[CACHED]`` (the samples whose rows ``gram``
+        holds), the points of :math:`S_k` from which the other kernel values are computed
+        on the fly (:mod:`stochsvm.kernel.kernel_rows`); ``gram`` then holds only the cached
+        block. ``None``: every row is in ``gram``.
+    kernel : str or None
+        The kernel of ``rows`` (``"rbf"``, ``"laplacian"``, ``"linear"`` or ``"poly"``).
 
     Returns
     -------
@@ -499,7 +513,16 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
         ``EVENT_BUDGET`` (``last`` reached), ``EVENT_CONVERGED`` (:math:`\|d_k\| <
         \varepsilon` and :math:`\delta_k \le \delta_{min}`) or ``EVENT_STALLED``.
     """
+    if rows is None or size <= rows.parameters[CACHED]:
+        rows, kernel = _NO_ROWS[gram.dtype.itemsize == 4], None
     parallel = size >= PARALLEL_SIZE and numba.get_num_threads() > 1
-    compiled = _ITERATIONS[settings[EUCLIDEAN] > 0.0, parallel]
-    return compiled(gram, size, labels, costs, iterate, work, settings, state, records, first,
-                    last)
+    key = (bool(settings[EUCLIDEAN] > 0.0), parallel, kernel)
+    if key not in _ITERATIONS:
+        _ITERATIONS[key] = _compiled_iterations(*key)
+    return _ITERATIONS[key](gram, size, labels, costs, iterate, work, settings, state, records,
+                            first, last, rows)
+
+
+#: the placeholder source of the cached variants (never read), float64 and float32
+_NO_ROWS = (kernel_rows_record(np.zeros((0, 0)), 0, 0.0, 0.0, 0.0, 0.0),
+            kernel_rows_record(np.zeros((0, 0), dtype=np.float32), 0, 0.0, 0.0, 0.0, 0.0))

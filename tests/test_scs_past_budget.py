@@ -1,0 +1,148 @@
+"""SCS past the memory budget: the sample keeps growing, the kernel rows past the cached
+matrix computed on the fly (stochsvm/kernel/kernel_rows.py), and the model is the cached
+path's where both fit."""
+
+import warnings
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from stochsvm._core.kernels import kernel_block
+from stochsvm._core.threads import using_threads
+from stochsvm.kernel import SCSKernelSVC
+from stochsvm.kernel.kernel_rows import (
+    exponential,
+    kernel_rows_record,
+    row_adder,
+    streamed_products,
+)
+
+MANY = min(2, numba.config.NUMBA_NUM_THREADS)
+
+
+def _data(n, seed=0, features=4):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, features)
+    y = (np.sin(2.0 * X[:, 0]) + X[:, 1] > 0).astype(int)
+    flip = rng.rand(n) < 0.05
+    return X, np.where(flip, 1 - y, y)
+
+
+def _budget_for(samples, itemsize=8):
+    """The max_memory_mb whose cached matrix holds exactly ``samples`` samples."""
+    return samples * samples * itemsize / 2**20
+
+
+def test_exponential_matches_numpy():
+    x = -np.linspace(0.0, 100.0, 20001)
+    approximation = np.array([exponential(value) for value in x])
+    np.testing.assert_allclose(approximation, np.exp(x), rtol=2e-13, atol=0.0)
+    assert exponential(0.0) == 1.0
+    assert 0.0 <= exponential(-1e6) <= np.exp(-99.0)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "linear", "poly"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_adder_matches_the_kernel_block(kernel, dtype):
+    """Rows of Q (cached part from the matrix, the rest computed on the fly) times weights:
+    the products of kernel_block's values plus the offset, the same bits on 1 and 2
+    threads."""
+    rng = np.random.RandomState(1)
+    size, cached, gamma, degree, coef0, offset = 9000, 300, 0.2, 3, 0.5, 0.25
+    X = rng.randn(size, 5).astype(dtype)
+    full = kernel_block(X, X, kernel, gamma, degree, coef0, dtype=np.float64) + offset
+    gram = np.ascontiguousarray(full[:cached, :cached]).astype(dtype)
+    points = np.ascontiguousarray(X.T)
+    record = kernel_rows_record(points, cached, gamma, degree, coef0, offset)
+    rows = np.array([3.0, 7000.0, 150.0, 8999.0, 299.0, 300.0])
+    weights = rng.randn(len(rows))
+    expected = weights @ full[rows.astype(int)]
+    results = []
+    for threads in (1, MANY):
+        out = np.zeros(size)
+        with using_threads(threads):
+            row_adder(kernel)(gram, rows, weights, len(rows), size, out, record)
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])
+    tolerance = 1e-10 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(results[0], expected, rtol=tolerance,
+                               atol=tolerance * np.abs(expected).max())
+
+
+def test_streamed_products_are_the_block_products(monkeypatch):
+    from stochsvm.kernel import kernel_rows
+
+    monkeypatch.setattr(kernel_rows, "STREAM_BLOCK_BYTES", 1000)  # many blocks
+    rng = np.random.RandomState(2)
+    A, B = rng.randn(50, 3), rng.randn(40, 3)
+    vectors = rng.randn(40, 3)
+
+    def kernel(left, right):
+        return kernel_block(left, right, "rbf", 0.3)
+
+    np.testing.assert_allclose(streamed_products(kernel, A, B, vectors, np.float64),
+                               kernel(A, B) @ vectors, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_past_the_budget_gives_the_cached_model(dtype):
+    """With the cached matrix holding 400 samples and max_samples=1600, S_k grows 100, 200,
+    400, 800, 1600 as when the whole matrix is cached: the same model to rounding."""
+    X, y = _data(3000)
+    itemsize = 8 if dtype == "float64" else 4
+    settings = dict(C=10.0, max_samples=1600, max_iter=3000, kernel_dtype=dtype,
+                    random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cached = SCSKernelSVC(**settings).fit(X, y)
+        past = SCSKernelSVC(max_memory_mb=_budget_for(400, itemsize), **settings).fit(X, y)
+    sizes = sorted({record["samples"] for record in past.history_})
+    assert sizes == sorted({record["samples"] for record in cached.history_})
+    assert sizes[-1] == 1600 and past.sample_capacity_ == 1600
+    # float32: the cached values are rounded to float32, those on the fly are not
+    rtol = 1e-8 if dtype == "float64" else 2e-3
+    assert past.objective(X, y) == pytest.approx(cached.objective(X, y), rel=rtol)
+    scale = np.abs(cached.decision_function(X)).max()
+    np.testing.assert_allclose(past.decision_function(X), cached.decision_function(X),
+                               atol=(1e-6 if dtype == "float64" else 1e-2) * scale)
+
+
+def test_the_sample_grows_past_the_budget_and_the_objective_is_the_data_s():
+    """A budget of 700 samples and max_samples=2500: the sample reaches 2500 (growths
+    capped at the cached samples, then on the fly), and f_k at the end is F on the data."""
+    X, y = _data(2500, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(C=1.0, max_samples=2500, max_memory_mb=_budget_for(700),
+                             max_iter=2000, random_state=0).fit(X, y)
+    sizes = sorted({record["samples"] for record in model.history_})
+    assert 700 in sizes and sizes[-1] == 2500
+    assert model.objective(X, y) == pytest.approx(model.history_[-1]["objective"], rel=1e-9)
+
+
+def test_past_the_budget_with_probabilities_and_several_classes():
+    rng = np.random.RandomState(4)
+    X = rng.randn(2400, 3)
+    y = np.digitize(X[:, 0] + 0.3 * rng.randn(2400), [-0.5, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SCSKernelSVC(max_samples=1200, max_memory_mb=_budget_for(300),
+                             probability=True, max_iter=400, random_state=0).fit(X, y)
+    assert (model.sample_size_ > 300).all()
+    probabilities = model.predict_proba(X[:50])
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
+    assert model.score(X, y) > 0.8
+
+
+def test_no_growth_past_the_budget_where_no_row_is_computed_on_the_fly():
+    """Sparse input, the Euclidean metric and sampling at every iteration keep the whole
+    matrix cached: a max_samples past the budget is refused up front, naming the budget."""
+    X, y = _data(1000)
+    budget = _budget_for(200)
+    for data, params in ((sp.csr_matrix(X), {}), (X, {"metric": "euclidean"}),
+                         (X, {"sampling": "every_iteration"})):
+        with pytest.raises(MemoryError, match="max_memory_mb"):
+            SCSKernelSVC(max_samples=800, max_memory_mb=budget, **params).fit(data, y)
