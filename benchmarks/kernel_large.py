@@ -16,7 +16,12 @@ Methods (one child process each, one BLAS thread, run one after the other)
   held-out 4,000 points of an SCS fit on 16,000 other training points (the first 20,000
   of the training set; time reported apart, as "selection").
 * ``SCSKernelSVC``: defaults (``gamma="scale"``, ``kernel_dtype="auto"``,
-  ``max_memory_mb=4096``) but ``C`` and ``random_state=0``, on the whole training set.
+  ``max_memory_mb=4096``) but ``C`` and ``random_state=0``, on the whole training set;
+  ``--scs-variants`` runs it with other thread counts, ``max_memory_mb`` and ``max_samples``
+  (past the budget: ``max_samples`` above what the budget caches, the other kernel rows
+  computed on the fly). A child's thread count sets ``NUMBA_NUM_THREADS``,
+  ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS``; the other methods
+  run on one thread.
 * ``Nystroem + LinearSVC`` and ``RBFSampler + SGDClassifier(loss="hinge",
   alpha=1/(C n), max_iter=5, tol=None)`` (five epochs), same ``gamma``
   (:math:`1/(d\,\mathrm{Var}\,X)` of the training set, the value of ``"scale"``) and ``C``,
@@ -28,7 +33,8 @@ Methods (one child process each, one BLAS thread, run one after the other)
   also runs them with several times SCS's time.
 * ``SVC`` (same ``C`` and ``gamma``) on a random subsample (``--svc-samples``, 20,000;
   10,000 with ``--quick``) under a time limit (``--svc-seconds``): it does not reach
-  10^6 samples (O(n^2) kernel evaluations).
+  10^6 samples (O(n^2) kernel evaluations). ``--svc-reference`` adds the JSON of an ``SVC``
+  fit on a larger subsample measured apart (10^5 points takes hours on one core).
 
 Reported: test accuracy, fit seconds, prediction seconds, peak resident memory of the child
 process (``getrusage`` ``ru_maxrss``; it includes the data, generated inside the child) and
@@ -119,18 +125,29 @@ def _scs(X, y, X_test, y_test, arguments):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         start = time.perf_counter()
-        model = SCSKernelSVC(C=arguments.C, random_state=0).fit(X, y)
+        extra = {}
+        if arguments.max_memory_mb:
+            extra["max_memory_mb"] = arguments.max_memory_mb
+        if arguments.max_samples:
+            extra["max_samples"] = arguments.max_samples
+        model = SCSKernelSVC(C=arguments.C, random_state=0, **extra).fit(X, y)
         seconds = time.perf_counter() - start
     start = time.perf_counter()
     accuracy = float(model.score(X_test, y_test))
     predict = time.perf_counter() - start
     itemsize = np.dtype(model._kernel_dtype).itemsize
+    # the samples whose rows the budget caches (past them, rows are computed on the fly)
+    cached = min(model.sample_capacity_,
+                 int(np.sqrt(model.max_memory_mb * 2**20 / itemsize)))
     last = model.history_[-1]
     return {"accuracy": accuracy, "fit_seconds": seconds, "predict_seconds": predict,
             "iterations": int(model.n_iter_), "sample_size": int(model.sample_size_[0]),
             "support": int(len(model.support_)), "kernel_dtype": model._kernel_dtype,
-            "kernel_used_mib": model.sample_size_[0] ** 2 * itemsize / 2**20,
-            "kernel_reserved_mib": model.sample_capacity_ ** 2 * itemsize / 2**20,
+            "kernel_used_mib": min(model.sample_size_[0], cached) ** 2 * itemsize / 2**20,
+            "kernel_reserved_mib": cached ** 2 * itemsize / 2**20,
+            "threads": int(os.environ.get("NUMBA_NUM_THREADS", "0")) or None,
+            "max_memory_mb": model.max_memory_mb, "max_samples": model.max_samples,
+            "sample_capacity": int(model.sample_capacity_),
             "stop": ("stalled" if last.get("stalled") else
                      "max_iter" if any("max_iter" in str(w.message) for w in caught)
                      else "tol")}
@@ -242,15 +259,21 @@ def worker(arguments):
     print("RESULT " + json.dumps(result), flush=True)
 
 
-def _run_child(arguments, method, timeout=None, **options):
-    """Run one method in a child process; its JSON result, or a note on failure/timeout."""
+def _run_child(arguments, method, timeout=None, threads=1, **options):
+    """Run one method in a child process (``threads`` threads for numba and BLAS); its JSON
+    result, or a note on failure/timeout."""
     command = [sys.executable, __file__, "--worker", method, "--n-train",
                str(arguments.n_train), "--package", arguments.package]
     for key, value in options.items():
-        command += [f"--{key.replace('_', '-')}", str(value)]
+        if value is not None:
+            command += [f"--{key.replace('_', '-')}", str(value)]
+    environment = dict(os.environ)
+    environment.update({name: str(threads) for name in (
+        "NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")})
     start = time.perf_counter()
     try:
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                   env=environment)
     except subprocess.TimeoutExpired:
         return {"method": method, "timeout_seconds": timeout,
                 "note": f"not finished in {timeout:g} s (killed)"}
@@ -282,6 +305,10 @@ def markdown(report):
              "|---|---|---|---|---|---|---|---|"]
     for row in report["rows"]:
         label = LABELS[row["method"]]
+        if row["method"] == "scs" and "variant" in row:
+            threads, memory, samples = row["variant"].split(":")
+            label += (f", {threads} thread(s), max_memory_mb={memory}, "
+                      f"max_samples={samples}").replace("=-", "=default")
         if "note" in row:
             lines.append(f"| {label} | {row.get('budget', '')} | | {row['note']} | | | | |")
             continue
@@ -294,12 +321,11 @@ def markdown(report):
             f"{row['fit_seconds']:.1f} | {row['predict_seconds']:.1f} | "
             f"{row['peak_rss_mib']:.0f} ({row['data_rss_mib']:.0f}) | "
             f"{row['load_average']:.1f} |")
-    scs = next((r for r in report["rows"] if r["method"] == "scs" and "accuracy" in r), None)
-    if scs:
-        lines += ["", f"SCS: {scs['iterations']} iterations, stop: {scs['stop']}, "
-                  f"|S_k| = {scs['sample_size']}, {scs['support']} support vectors, Q^k "
-                  f"{scs['kernel_dtype']} {scs['kernel_used_mib']:.0f} MiB used / "
-                  f"{scs['kernel_reserved_mib']:.0f} MiB reserved."]
+    for scs in (r for r in report["rows"] if r["method"] == "scs" and "accuracy" in r):
+        lines += ["", f"SCS {scs.get('variant', '')}: {scs['iterations']} iterations, stop: "
+                  f"{scs['stop']}, |S_k| = {scs['sample_size']}, {scs['support']} support "
+                  f"vectors, cached Q^k {scs['kernel_dtype']} {scs['kernel_used_mib']:.0f} "
+                  f"MiB used / {scs['kernel_reserved_mib']:.0f} MiB reserved."]
     lines += ["", f"uptime at start: {report['uptime_start']}", "",
               f"uptime at end: {report['uptime_end']}", "",
               f"Total wall clock: {report['seconds']:.0f} s. Machine: {report['machine']}."]
@@ -344,6 +370,11 @@ def main(argv=None):
     parser.add_argument("--svc-samples", type=int, default=None)
     parser.add_argument("--svc-seconds", type=float, default=900.0,
                         help="SVC is killed after this many seconds")
+    parser.add_argument("--scs-variants", default="1:-:-",
+                        help="comma-separated SCS runs THREADS:MAX_MEMORY_MB:MAX_SAMPLES "
+                        "('-': the default), e.g. 1:-:-,2:-:-,2:1024:65536")
+    parser.add_argument("--svc-reference", default=None,
+                        help="JSON of an SVC fit on a larger subsample, measured apart")
     parser.add_argument("--package", default=str(REPOSITORY))
     parser.add_argument("--out", default=None)
     parser.add_argument("--replot", action="store_true",
@@ -355,6 +386,8 @@ def main(argv=None):
     parser.add_argument("--gamma", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--target-seconds", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--components", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--max-memory-mb", type=float, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--max-samples", type=int, default=None, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     if arguments.n_train is None:
         arguments.n_train = 100_000 if arguments.quick else 1_000_000
@@ -393,12 +426,19 @@ def main(argv=None):
     report["selection"] = selection
     report["C"] = C = selection.get("C", 1.0)
     print("selection", selection, flush=True)
-    scs = _run_child(arguments, "scs", C=C)
-    scs["budget"] = "-"
-    report["rows"].append(scs)
-    print("scs", scs, flush=True)
-    save()
-    seconds = scs.get("fit_seconds", 60.0)
+    seconds = None
+    for variant in arguments.scs_variants.split(","):
+        threads, memory, samples = variant.split(":")
+        scs = _run_child(arguments, "scs", C=C, threads=int(threads),
+                         max_memory_mb=None if memory == "-" else float(memory),
+                         max_samples=None if samples == "-" else int(samples))
+        scs["budget"] = "-"
+        scs["variant"] = variant
+        report["rows"].append(scs)
+        print("scs", scs, flush=True)
+        save()
+        if seconds is None:  # the peers get multiples of the first variant's time
+            seconds = scs.get("fit_seconds", 60.0)
     for factor in (float(f) for f in arguments.time_factors.split(",")):
         for method in ("nystroem", "rff"):
             row = _run_child(arguments, method, C=C, gamma=gamma,
@@ -412,6 +452,13 @@ def main(argv=None):
     svc["budget"] = f"limit {arguments.svc_seconds:g} s"
     report["rows"].append(svc)
     print("svc", svc, flush=True)
+    if arguments.svc_reference:
+        # SVC on a larger subsample, measured once apart (it takes long)
+        reference = json.loads(Path(arguments.svc_reference).read_text())
+        reference.update({"method": "svc", "budget": "measured once, apart",
+                          "data_rss_mib": reference.get("data_rss_mib", float("nan")),
+                          "load_average": reference.get("load_average", float("nan"))})
+        report["rows"].append(reference)
     save()
     Path(stem + ".md").write_text(markdown(report))
     plot(report, stem + ".png")

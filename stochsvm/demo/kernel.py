@@ -47,9 +47,29 @@ def kernel_comparison(n_samples, seed=0):
             RBFSampler(gamma="scale", random_state=seed), SGDClassifier(random_state=seed)),
             origin="peer"),
     ]
+    from .._core.threads import fit_threads
+
     n_test, n_features = dataset.X_test.shape
     notes = [f"kernel: generated data with a nonlinear boundary (make_classification, two "
              f"clusters per class, some labels flipped), {n_samples} training / {n_test} test "
              f"samples x {n_features} features; rbf kernel of width gamma = 1 / (d Var X) "
-             f"for every model, the approximations with their default 100 components"]
+             f"for every model, the approximations with their default 100 components; "
+             f"SCSKernelSVC on {fit_threads()} thread(s)"]
+    intel = _intel_svc()
+    if intel is not None:
+        intel_class, threads = intel
+        methods.insert(2, harness.Method("scikit-learn-intelex SVC",
+                                         lambda seed: intel_class(), origin="peer"))
+        notes.append(f"scikit-learn-intelex's SVC (installed here) on {threads} thread(s)")
     return Comparison("kernel", dataset, methods, notes)
+
+
+def _intel_svc():
+    """``(sklearnex.svm.SVC, its thread count)`` where scikit-learn-intelex is installed (a
+    user's strongest CPU peer), else ``None``."""
+    try:
+        import daal4py
+        from sklearnex.svm import SVC as IntelSVC
+    except Exception:  # not installed, or a broken installation: the peer is left out
+        return None
+    return IntelSVC, int(daal4py.num_threads())
