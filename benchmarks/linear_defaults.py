@@ -28,11 +28,18 @@ official training split (the full 60k is left for a later round). ``--quick`` ke
 1500 training samples per set and leaves Fashion-MNIST tops vs rest out. Times are printed for
 information only; nothing here asserts a time.
 
+A third table, ``--default-alpha`` (instead of the two above): the estimators whose defaults
+are ``"auto"`` (SADMM l2 and l1: ``alpha`` and ``rho``; S3GD: ``alpha``) with every default,
+beside their previous constant defaults (SADMM ``alpha=1e-4, rho=10``, S3GD ``alpha=1e-3``),
+against the same tuned peers: whether defaults chosen on sparse text (``linear_text.py``) hold
+on the dense sets. Same protocol, splits and target (within 0.5 point of the tuned peer).
+
 Run::
 
     python benchmarks/linear_defaults.py           # results/linear_defaults.{json,md}
     python benchmarks/linear_defaults.py --quick   # results/linear_defaults_quick.{json,md}
     python benchmarks/linear_defaults.py --sets "musk 1 vs 0" --tol 1e-4 --output STEM
+    python benchmarks/linear_defaults.py --default-alpha  # results/linear_default_alpha.*
 """
 
 from __future__ import annotations
@@ -85,6 +92,16 @@ ESTIMATORS = (
     ("S3GD", linear.S3GDClassifier, {}, "LogisticRegression"),
 )
 SPARSE = ("SADMM l1", "RDA l1")
+
+#: ``--default-alpha``: {label: ((candidate, parameters as a function of n), ...)}; "auto"
+#: is every default (alpha="auto", and SADMM's rho="auto")
+DEFAULT_ALPHA_CANDIDATES = {
+    "SADMM l2": (("auto", lambda n: {}),
+                 ("previous: alpha=1e-4, rho=10", lambda n: {"alpha": 1e-4, "rho": 10.0})),
+    "SADMM l1": (("auto", lambda n: {}),
+                 ("previous: alpha=1e-4, rho=10", lambda n: {"alpha": 1e-4, "rho": 10.0})),
+    "S3GD": (("auto", lambda n: {}), ("previous: alpha=1e-3", lambda n: {"alpha": 1e-3})),
+}
 
 
 def _npz(name):
@@ -154,6 +171,7 @@ def run_one(make, X, y, Xt, yt):
     }
     if hasattr(model, "objective"):  # the training objective F of this package's models
         run["objective"] = float(model.objective(X, y))
+        run["resolved_alpha"] = float(model.alpha_)
     elif getattr(model, "penalty", None) == "l1" and getattr(model, "loss", None) == "hinge":
         # SGDClassifier(loss="hinge", penalty="l1") minimizes the same F as SADMM-l1 / RDA-l1
         margins = (2.0 * y - 1.0) * model.decision_function(X)
@@ -289,6 +307,74 @@ def measure(name, quick, overrides=None):
     return rows
 
 
+def measure_default_alpha(name, quick):
+    """The ``--default-alpha`` table of one set: the tuned peers, and each estimator of
+    ``DEFAULT_ALPHA_CANDIDATES`` at each candidate alpha."""
+    X, y = load(name, quick)
+    X, y, Xt, yt = split(X, y, quick)
+    rows = {"n_train": len(y), "n_test": len(yt), "n_features": int(X.shape[1])}
+    rows["LinearSVC"], _ = grid(lambda C: LinearSVC(C=C, max_iter=20000), CS, "C",
+                                X, y, Xt, yt, reverse=True)
+    rows["LogisticRegression"], _ = grid(
+        lambda C: LogisticRegression(C=C, max_iter=5000), CS, "C", X, y, Xt, yt, reverse=True)
+    for label, cls, fixed, peer in ESTIMATORS:
+        if label not in DEFAULT_ALPHA_CANDIDATES:
+            continue
+        rows[label] = {}
+        for candidate, parameters in DEFAULT_ALPHA_CANDIDATES[label]:
+            run = run_one(lambda cls=cls, fixed=fixed, parameters=parameters(len(y)): cls(
+                random_state=0, **fixed, **parameters), X, y, Xt, yt)
+            run["alpha"] = run.pop("resolved_alpha")
+            run["peer"] = peer
+            run["gap_points"] = 100 * (run["accuracy"] - rows[peer]["accuracy"])
+            rows[label][candidate] = run
+            print(f"  {label:9s} {candidate:28s} alpha={run['alpha']:.3g} "
+                  f"acc={run['accuracy']:.4f} gap={run['gap_points']:+.2f} "
+                  f"epochs={run['epochs']}{'' if run['converged'] else ' nc'} "
+                  f"({run['seconds']:.2f}s)", flush=True)
+    return rows
+
+
+def markdown_default_alpha(results, quick):
+    labels = list(DEFAULT_ALPHA_CANDIDATES)
+    lines = [f"# The default alpha on the dense sets{' (quick)' if quick else ''}", "",
+             ("Each estimator at each candidate default alpha (every other parameter at its "
+              "default) against the peer tuned over C in {0.01, 0.1, 1, 10} by test accuracy "
+              "(LinearSVC for hinge, LogisticRegression for log loss). Cells: accuracy in % "
+              "(gap in points to the peer, epochs; nc = stopped at max_iter; **NO**: more "
+              "than 0.5 point below the peer). `auto`: every default; with r2 the mean "
+              "squared row norm (d on standardized features), SADMM alpha = min(1e-4, r2/n) "
+              "and rho = min(10, r2), S3GD alpha = min(1e-3, 0.3 r2/n)."), "",
+             "| data set | LinearSVC | LogReg | "
+             + " | ".join(f"{label} {candidate}" for label in labels
+                          for candidate, _ in DEFAULT_ALPHA_CANDIDATES[label]) + " |",
+             "|---" * (2 + sum(len(c) for c in DEFAULT_ALPHA_CANDIDATES.values()) + 1) + "|"]
+    counts = {(label, candidate): 0 for label in labels
+              for candidate, _ in DEFAULT_ALPHA_CANDIDATES[label]}
+    capped = dict.fromkeys(counts, 0)
+    for name, rows in results.items():
+        cells = [f"{100 * rows['LinearSVC']['accuracy']:.2f}",
+                 f"{100 * rows['LogisticRegression']['accuracy']:.2f}"]
+        for label in labels:
+            for candidate, _ in DEFAULT_ALPHA_CANDIDATES[label]:
+                run = rows[label][candidate]
+                met = run["gap_points"] >= -0.5
+                counts[label, candidate] += met
+                capped[label, candidate] += not run["converged"]
+                cells.append(f"{100 * run['accuracy']:.2f} ({run['gap_points']:+.2f}, "
+                             f"{run['epochs']} ep{'' if run['converged'] else ' nc'})"
+                             f"{'' if met else ' **NO**'}")
+        lines.append(f"| {name} (n={rows['n_train']}, d={rows['n_features']}) | "
+                     + " | ".join(cells) + " |")
+    lines += ["", "| estimator | alpha | within 0.5 point of the tuned peer | stopped by "
+              "max_iter | mean gap (points) |", "|---|---|---|---|---|"]
+    for (label, candidate), count in counts.items():
+        gaps = [rows[label][candidate]["gap_points"] for rows in results.values()]
+        lines.append(f"| {label} | {candidate} | {count} of {len(results)} | "
+                     f"{capped[label, candidate]} | {np.mean(gaps):+.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown(results, quick):
     lines = [f"# Linear estimators with defaults{' (quick)' if quick else ''}", "",
              ("Best alpha of {1/(n C)} by test accuracy; peers at their best C "
@@ -375,7 +461,12 @@ def main(argv=None):
     parser.add_argument("--output", default=None, help="output stem (default results/...)")
     parser.add_argument("--tol", type=float, default=None,
                         help="a tol for every estimator of this package (default: theirs)")
+    parser.add_argument("--default-alpha", action="store_true",
+                        help="the default-alpha table (SADMM, S3GD at alpha='auto' and the "
+                             "previous constants) instead of the alpha grid")
     arguments = parser.parse_args(argv)
+    if arguments.default_alpha:
+        return main_default_alpha(arguments)
     names = arguments.sets or [s for s in SETS
                                if not (arguments.quick and s == "Fashion-MNIST tops vs rest")]
     results = {}
@@ -393,6 +484,26 @@ def main(argv=None):
     Path(stem + ".json").write_text(json.dumps(results, indent=1))
     Path(stem + ".md").write_text(markdown(results, arguments.quick))
     print(markdown(results, arguments.quick))
+
+
+def main_default_alpha(arguments):
+    """``--default-alpha``: results/linear_default_alpha[_quick].{json,md}."""
+    names = arguments.sets or [s for s in SETS
+                               if not (arguments.quick and s == "Fashion-MNIST tops vs rest")]
+    results = {}
+    for name in names:
+        print(name, flush=True)
+        try:
+            results[name] = measure_default_alpha(name, arguments.quick)
+        except FileNotFoundError as error:
+            print(f"  left out: {error}", flush=True)
+    stem = arguments.output or str(
+        REPOSITORY / "benchmarks" / "results"
+        / ("linear_default_alpha_quick" if arguments.quick else "linear_default_alpha"))
+    Path(stem).parent.mkdir(parents=True, exist_ok=True)
+    Path(stem + ".json").write_text(json.dumps(results, indent=1))
+    Path(stem + ".md").write_text(markdown_default_alpha(results, arguments.quick))
+    print(markdown_default_alpha(results, arguments.quick))
 
 
 if __name__ == "__main__":

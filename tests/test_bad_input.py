@@ -164,6 +164,7 @@ _NOT_CHECKED = {"callback", "verbose", "random_state", "n_jobs", "class_weight"}
 _LEGITIMATE = {
     ("coef0", -1), ("ramp_s", -1),
     ("gamma", 3.5), ("t0", 3.5),  # a number where the default is "scale" / "auto"
+    ("alpha", 3.5), ("rho", 3.5),  # the same, the linear defaults alpha="auto", rho="auto"
     ("average", 2),  # start averaging after 2 samples
     ("expansion_margin", -1),  # any finite expansion point
 }

@@ -29,7 +29,8 @@ def test_predict_proba_with_log_loss(name):
     np.testing.assert_array_equal(model.classes_[probabilities.argmax(axis=1)], model.predict(X))
     np.testing.assert_allclose(np.exp(model.predict_log_proba(X)), probabilities, atol=1e-12)
     # close to the logistic regression optimum of the same problem
-    reference = LogisticRegression(C=1 / (model.alpha * X.shape[0]), tol=1e-10,
+    # (alpha_: the value the fit used, also where alpha is "auto", S3GD's default)
+    reference = LogisticRegression(C=1 / (model.alpha_ * X.shape[0]), tol=1e-10,
                                    max_iter=10000).fit(X, y)
     assert np.abs(probabilities - reference.predict_proba(X)).mean() < 0.05
 

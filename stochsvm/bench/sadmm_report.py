@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..linear import ComidClassifier, RDAClassifier, SADMMClassifier
+from ..linear import ComidClassifier, RDAClassifier
+from ..linear.sadmm import AUTOMATIC_RHO_CEILING
 from . import harness
 
 LABELS = {"sadmm": "SADMM (ours)", "rda": "RDA", "comid": "Comid", "pegasos": "Pegasos",
@@ -18,8 +19,9 @@ LABELS = {"sadmm": "SADMM (ours)", "rda": "RDA", "comid": "Comid", "pegasos": "P
 # eta0 / t^power_t; SADMM's rho is the augmented-Lagrangian parameter of eq. (12).
 STEP_GRIDS = {"sadmm": ("rho", (0.1, 1.0, 10.0)), "rda": ("gamma", (0.007, 0.07, 0.7)),
               "comid": ("eta0", (0.5, 5.0, 50.0))}
-# the estimators' own defaults (the selection's ties go to the step nearest them)
-STEP_DEFAULTS = {"sadmm": SADMMClassifier().rho, "rda": RDAClassifier().gamma,
+# the estimators' own defaults (the selection's ties go to the step nearest them); SADMM's
+# default rho="auto" is min(10, mean squared row norm): the grid's centre stays its former 10
+STEP_DEFAULTS = {"sadmm": AUTOMATIC_RHO_CEILING, "rda": RDAClassifier().gamma,
                  "comid": ComidClassifier().eta0}
 METHOD_NOTES = {
     "sadmm": "SADMMClassifier defaults (rho_schedule='linear': rho grows linearly with samples "

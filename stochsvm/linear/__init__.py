@@ -4,9 +4,11 @@ SADMM paper family: :class:`SADMMClassifier` and its baselines :class:`RDAClassi
 :class:`ComidClassifier`, :class:`PegasosClassifier`.
 S3GD paper family: :class:`S3GDClassifier` and its baselines :class:`MiniBatchSGDClassifier`,
 :class:`StratifiedSGDClassifier`, :class:`ProxSVRGClassifier`, :class:`SCVClassifier`, with the
-step-size rule :func:`select_step_size` (eq. 47 of the S3GD paper).
+step-size rule :func:`select_step_size` (eq. 47 of the S3GD paper). :func:`automatic_alpha`
+is the rule of ``alpha="auto"``, the default strength of SADMM and S3GD.
 """
 
+from ._base import automatic_alpha
 from .comid import ComidClassifier
 from .pegasos import PegasosClassifier
 from .rda import RDAClassifier
@@ -29,5 +31,6 @@ __all__ = [
     "SCVClassifier",
     "StepSizeSelection",
     "StratifiedSGDClassifier",
+    "automatic_alpha",
     "select_step_size",
 ]

@@ -10,7 +10,8 @@ weight of the sample's class from ``class_weight``),
 
 with :math:`R` from :mod:`stochsvm._core.penalties` (``alpha`` scales the penalty exactly as in
 scikit-learn's ``SGDClassifier``) and an unpenalized intercept :math:`b` (``fit_intercept``).
-In LIBLINEAR/``SVC`` terms, :math:`\alpha = 1/(nC)` for the l2 penalty.
+In LIBLINEAR/``SVC`` terms, :math:`\alpha = 1/(nC)` for the l2 penalty. ``alpha="auto"`` (the
+default of SADMM and S3GD) is resolved by each fit into ``alpha_`` (:func:`automatic_alpha`).
 
 Multiclass problems are solved one-vs-rest: class :math:`k` against the others, with labels
 ``+1`` for class :math:`k`; ``coef_`` has one row per class (one row in total for two classes,
@@ -61,7 +62,78 @@ from .._core.validation import (
 )
 
 __all__ = ["BaseStochasticLinearClassifier", "LinearSettings", "StepDivergedError",
-           "linear_objective"]
+           "automatic_alpha", "linear_objective", "mean_squared_row_norm", "squared_total"]
+
+
+def automatic_alpha(n_samples, mean_squared_norm=1.0, factor=1.0, ceiling=1e-4):
+    r"""The regularization strength ``alpha="auto"`` gives a fit on ``n_samples`` rows.
+
+    .. math::
+
+        \alpha = \min\Big(\text{ceiling},\;
+                  \text{factor}\cdot\frac{\overline{\|x\|^2}}{n}\Big),
+
+    with :math:`\overline{\|x\|^2}` the mean squared norm of the training rows. On rows of
+    unit norm (TF-IDF text) and ``factor = 1``, :math:`1/n` is ``LinearSVC``'s (LIBLINEAR's)
+    default ``C = 1`` in the terms of the mean-loss objective of this module
+    (:math:`\alpha = 1/(nC)`); the factor :math:`\overline{\|x\|^2}` makes the rule
+    follow the scale of the data as the problem does (scaling every row by :math:`c` and
+    ``alpha`` by :math:`c^2` leaves the l2 problem's margins unchanged). On sparse text a
+    constant chosen on small dense sets over-regularizes (``1e-4`` for SADMM, ``1e-3`` for
+    S3GD were 0.8-9.7 points below ``LinearSVC`` and ``SGDClassifier`` on the main job's text
+    and the review-text set); the ceiling, the estimator's former constant default, is what
+    the dense sets get (standardized features: :math:`\overline{\|x\|^2} = d`, and
+    :math:`d/n` is above the ceiling on every dense set of the linear benchmark). SADMM: ``factor = 1``, ``ceiling = 1e-4``; S3GD
+    (log loss, which wants about three times less regularization than the hinge on text, as
+    ``LogisticRegression`` wants a larger ``C`` than ``LinearSVC``): ``factor = 0.3``,
+    ``ceiling = 1e-3``. Measured in ``benchmarks/BENCHMARKS.md`` (linear family, the default
+    alpha and rho), tables in ``benchmarks/results/linear_text.md`` and
+    ``benchmarks/results/linear_default_alpha.md``.
+
+    Parameters
+    ----------
+    n_samples : int or None
+        Training rows of the fit (every row of a Dask fit); ``None`` for a stream of unknown
+        length (``partial_fit``), which gets ``ceiling``.
+    mean_squared_norm : float, default=1.0
+        :math:`\overline{\|x\|^2}` (:func:`mean_squared_row_norm`).
+    factor : float, default=1.0
+        :math:`1/C` in LIBLINEAR's terms on rows of unit norm.
+    ceiling : float, default=1e-4
+        The largest value (``SGDClassifier``'s default).
+
+    Returns
+    -------
+    float
+    """
+    if n_samples is None:
+        return float(ceiling)
+    scaled = float(factor) * float(mean_squared_norm) / max(int(n_samples), 1)
+    return min(float(ceiling), scaled)
+
+
+def mean_squared_row_norm(X):
+    r""":math:`\frac1n\sum_i \|x_i\|^2` of a dense or CSR ``X``, summed in float64 (one
+    pass over the stored values)."""
+    return squared_total(X) / max(X.shape[0], 1)
+
+
+def squared_total(X, block_bytes=1 << 20):
+    r""":math:`\sum_{ij} x_{ij}^2` of a dense or sparse block (or a DataFrame's values), in
+    float64; a dense array of another precision is cast about ``block_bytes`` at a time,
+    never as a whole."""
+    if sp.issparse(X):
+        data = X.tocsr().data
+        return float(np.dot(data, data.astype(np.float64, copy=False)))
+    values = np.asarray(X)
+    if values.dtype == np.float64:
+        return float(np.einsum("ij,ij->", values, values))
+    rows = max(1, block_bytes // (8 * max(values.shape[1], 1)))
+    total = 0.0
+    for start in range(0, values.shape[0], rows):
+        block = values[start:start + rows].astype(np.float64)
+        total += float(np.einsum("ij,ij->", block, block))
+    return total
 
 
 class LinearSettings(Mapping):
@@ -158,7 +230,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
     _parameter_constraints = {
         "loss": [StrOptions(set(MARGIN_LOSSES))],
         "penalty": [StrOptions({"l2", "l1", "elasticnet"})],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "fit_intercept": ["boolean"],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -181,6 +253,8 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         "coef_": ArrayField("float", ("n_problems", "n_features")),
         "intercept_": ArrayField("float", ("n_problems",)),
         "t_": FloatField(minimum=0.0),
+        # optional: model files written before alpha="auto" existed have a numeric alpha
+        "alpha_": FloatField(minimum=0.0, optional=True),
         "_states": SolverStateField(),
         "_states_features": IntField(minimum=1, optional=True),
     }
@@ -226,7 +300,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 f"{list(self._allowed_losses)}."
             )
         return {
-            "alpha": float(self.alpha),
+            "alpha": self._alpha_value(),
             "penalty": penalty,
             "l1_ratio": penalty.resolved_l1_ratio(float(self.l1_ratio)),
             "loss": get_margin_loss(self.loss),
@@ -237,6 +311,28 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     def _resolve_parameters(self):  # pragma: no cover - overridden
         return self._common_parameters()
+
+    #: ``factor`` and ``ceiling`` of :func:`automatic_alpha` for ``alpha="auto"``
+    _automatic_alpha = {"factor": 1.0, "ceiling": 1e-4}
+
+    def _alpha_value(self):
+        """``alpha``, or for ``alpha="auto"`` the value the last fit resolved it to
+        (``alpha_``; before any fit, the value for a stream of unknown length)."""
+        if isinstance(self.alpha, str):
+            return float(getattr(self, "alpha_", automatic_alpha(None, **self._automatic_alpha)))
+        return float(self.alpha)
+
+    def _resolve_alpha(self, n_samples, mean_squared_norm=1.0, keep=False):
+        """Set ``alpha_``, the strength the fit uses: ``alpha`` itself, or for
+        ``alpha="auto"`` :func:`automatic_alpha` of ``n_samples`` rows of mean squared norm
+        ``mean_squared_norm`` (``n_samples=None``: a stream of unknown length). ``keep``: an
+        ``"auto"`` value already resolved stays (a ``partial_fit`` continuing a fit keeps its
+        problem)."""
+        if not isinstance(self.alpha, str):
+            self.alpha_ = float(self.alpha)
+        elif not (keep and hasattr(self, "alpha_")):
+            self.alpha_ = automatic_alpha(n_samples, mean_squared_norm,
+                                          **self._automatic_alpha)
 
     @staticmethod
     def _check_average(average):
@@ -273,8 +369,11 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         -------
         self
         """
-        resolved = self._settings()
+        self._settings()  # the rules between parameters, before the data is read
         X, y = validate_training_data(self, X, y, reset=True)
+        self._resolve_alpha(X.shape[0], mean_squared_row_norm(X)
+                            if isinstance(self.alpha, str) else 1.0)
+        resolved = self._settings()
         classes = np.unique(y)
         check_at_least_two_classes(classes)
         warm = (
@@ -449,9 +548,33 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     def _resolved_for_passes(self, resolved, n_samples):
         """``resolved`` for a fit whose epochs each see ``n_samples`` rows in several pieces
-        (the row blocks of a distributed round): a solver whose schedule takes its time
-        scale from the length of the first pass fixes it here; by default unchanged."""
+        (the row blocks of a distributed round): ``alpha="auto"`` is resolved from all
+        ``n_samples`` rows (and ``alpha_`` set, as an in-memory fit does), and a solver
+        whose schedule takes its time scale from the length of the first pass fixes it
+        here. On Dask the mean squared row norm of ``alpha="auto"`` comes from one pass
+        over the blocks before training (:meth:`_fit_dask`)."""
+        total = self.__dict__.get("_squared_total_of_blocks")
+        self._resolve_alpha(n_samples, 1.0 if total is None else total / max(n_samples, 1))
+        if resolved["alpha"] != self.alpha_:
+            return self._settings()
         return resolved
+
+    def _fit_dask(self, X, *args, **kwargs):
+        """Train on dask input (:mod:`stochsvm.distributed`); with ``alpha="auto"``, one
+        distributed pass first sums the squared values of the blocks, for the mean squared
+        row norm of :func:`automatic_alpha` (kept only for the fit)."""
+        if isinstance(self.alpha, str):
+            import dask
+
+            blocks = X.to_delayed()
+            blocks = list(np.ravel(blocks)) if isinstance(blocks, np.ndarray) else list(blocks)
+            totals = dask.compute(*[dask.delayed(squared_total, pure=True)(block)
+                                    for block in blocks])
+            self._squared_total_of_blocks = float(sum(totals))
+        try:
+            return super()._fit_dask(X, *args, **kwargs)
+        finally:
+            self.__dict__.pop("_squared_total_of_blocks", None)
 
     def _reduce_step_on_plateau(self, state):
         """Called when the ``tol`` rule would stop a fit: a solver whose step does not decay
@@ -561,7 +684,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         self
         """
         self._refuse_partial_fit_probability()
-        resolved = self._settings()
+        self._settings()  # the rules between parameters, before the data is read
         first_call = getattr(self, "_states", None) is None or not hasattr(self, "classes_")
         X, y = validate_training_data(self, X, y, reset=first_call)
         if first_call:
@@ -582,6 +705,10 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
             raise ValueError(
                 f"y contains labels {unknown!r} that are not in classes {self.classes_!r}."
             )
+        # a stream's length is unknown: alpha="auto" is the rule's ceiling from its first
+        # call on, or stays what the fit this call continues resolved
+        self._resolve_alpha(None, keep=not first_call)
+        resolved = self._settings()
         weights = self._sample_weights(X, y, sample_weight, for_partial_fit=True)
         problems = self._binary_problems(y)
         if first_call:

@@ -51,17 +51,20 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.monitor import chunk_stops, row_work
-from .._core.penalties import prox_repeated, prox_repeated_sum
 from ._base import (
     BaseStochasticLinearClassifier,
     as_csr_arrays,
     is_sparse,
     linear_objective,
+    mean_squared_row_norm,
 )
+from .sadmm_closed_forms import factor_powers, prox_step, skipped_steps
 
 __all__ = ["SADMMClassifier"]
 
 _NO_AVERAGE = np.iinfo(np.int64).max
+#: the largest ``rho="auto"`` (the former constant default, chosen on standardized features)
+AUTOMATIC_RHO_CEILING = 10.0
 # positions in the ``progress`` array of a pass, carried from one call of a compiled loop to
 # the next (a pass runs in calls of bounded work): the running loss sum, the steps taken
 # before the call, 1.0 in the last call of the pass, and the scalars a, A and "first step of
@@ -88,124 +91,6 @@ SADMMArrays = namedtuple("SADMMArrays", ["z", "nu", "last", "z_sum", "w_sum", "s
 # --------------------------------------------------------------------------------------
 # compiled loop
 # --------------------------------------------------------------------------------------
-# The loops carry the scaled multiplier nu = mu / rho (rho is constant within a pass), so that
-# eq. (12) needs no division: with shifted = w + nu = z + (beta y / rho) x,
-#     z' = prox(shifted),   nu' = nu + w - z' = shifted - z'.
-# The prox of (alpha / rho) R is soft_threshold(., threshold) * factor with
-# threshold = (alpha / rho) l1_ratio and factor = 1 / (1 + (alpha / rho)(1 - l1_ratio)).
-@numba.njit(cache=True)
-def _prox(value, threshold, factor):
-    """``prox`` of one coordinate with the pass's precomputed threshold and shrink factor."""
-    # branch-free soft threshold (value - clip(value, -threshold, threshold)), so that dense
-    # loops vectorize; bit-for-bit the usual three-case formula
-    return (value - min(max(value, -threshold), threshold)) * factor
-
-
-@numba.njit(cache=True)
-def _prox_power(value, count, factor_power, settings):
-    """``count`` successive prox steps; ``factor_power`` is ``factor ** count`` (from a table)."""
-    threshold, factor = settings.threshold, settings.factor
-    if count <= 0 or value == 0.0:
-        return value
-    if threshold == 0.0:  # l2: a geometric shrink
-        return value * factor_power
-    if factor == 1.0:  # l1: the magnitude drops by ``threshold`` per step down to zero
-        magnitude = abs(value) - count * threshold
-        if magnitude <= 0.0:
-            return 0.0
-        return magnitude if value > 0.0 else -magnitude
-    return prox_repeated(value, settings.strength, settings.l1_ratio, count)
-
-
-@numba.njit(cache=True)
-def _prox_power_sum(value, count, factor_power, geometric, settings):
-    """``prox^1(value) + ... + prox^count(value)``; ``geometric`` is ``factor / (1 - factor)``
-    (unused when ``factor == 1``)."""
-    threshold, factor = settings.threshold, settings.factor
-    if count <= 0 or value == 0.0:
-        return 0.0
-    if threshold == 0.0:
-        if factor == 1.0:
-            return count * value
-        return value * geometric * (1.0 - factor_power)
-    if factor == 1.0:
-        magnitude = abs(value)
-        positive = min(count, int(np.ceil(magnitude / threshold)) - 1)
-        while positive > 0 and magnitude - positive * threshold <= 0.0:
-            positive -= 1
-        if positive <= 0:
-            return 0.0
-        total = positive * magnitude - threshold * positive * (positive + 1) / 2.0
-        return total if value > 0.0 else -total
-    return prox_repeated_sum(value, settings.strength, settings.l1_ratio, count)
-
-
-@numba.njit(cache=True)
-def _factor_powers(factor, length):
-    """``factor ** k`` for ``k = 0 .. length`` (the l2 shrink of k skipped steps)."""
-    powers = np.empty(length + 1)
-    value = 1.0
-    for k in range(length + 1):
-        powers[k] = value
-        value *= factor
-    return powers
-
-
-# inlined at the numba level: 15% of the l1 CSR pass went into the call (measured)
-@numba.njit(cache=True, inline="always")
-def _skipped_steps(z0, nu0, skipped, silent, skipped_powers, geometric, settings):
-    """Closed form of ``skipped`` steps on a coordinate absent from the samples.
-
-    With :math:`x_j = 0` eq. (12) reduces to :math:`z' = \\operatorname{prox}(z)`,
-    :math:`\\nu' = z - z'` and :math:`w = z - \\nu`. The first ``silent`` steps precede the
-    averaging window; the others add their ``z`` and (when ``settings.track_w``) ``w`` to the
-    sums. ``skipped_powers`` is ``(power_silent, power_counted, power_counted_1,
-    power_counted_2)``: ``factor ** (silent - 1)`` and ``factor ** (counted [- 1, - 2])`` with
-    ``counted = skipped - silent`` (scalars read from the pass's table by the caller: an array
-    argument would cost more than the arithmetic); ``geometric`` is ``factor / (1 - factor)``.
-    Returns ``(z, nu, z_total, w_total)``.
-    """
-    power_silent, power_counted, power_counted_1, power_counted_2 = skipped_powers
-    threshold, factor, track_w = settings.threshold, settings.factor, settings.track_w
-    if silent == 0 and not track_w:
-        # the common cases first, without divisions or loops
-        if z0 == 0.0:  # zero stays zero, and so does nu after a step
-            return 0.0, 0.0, 0.0, 0.0
-        if threshold == 0.0 and factor != 1.0:  # l2: z^i = z0 factor^i
-            z_after = z0 * power_counted
-            return (z_after, z0 * power_counted_1 - z_after,
-                    z0 * geometric * (1.0 - power_counted), 0.0)
-        if factor == 1.0 and skipped * threshold < abs(z0):  # l1, z stays away from zero
-            drop = threshold if z0 > 0.0 else -threshold
-            z_after = z0 - skipped * drop
-            return (z_after, drop, skipped * z0 - drop * (skipped * (skipped + 1) // 2), 0.0)
-    z_total = 0.0
-    w_total = 0.0
-    if silent > 0:
-        z_before = _prox_power(z0, silent - 1, power_silent, settings)
-        z_after = _prox(z_before, threshold, factor)
-        nu0 = z_before - z_after
-        z0 = z_after
-    counted = skipped - silent
-    if counted > 0:
-        # z of the counted steps: prox^1(z0) + ... + prox^counted(z0)
-        z_total = _prox_power_sum(z0, counted, power_counted, geometric, settings)
-        z_before = _prox_power(z0, counted - 1, power_counted_1, settings)
-        z_after = _prox(z_before, threshold, factor)
-        if track_w:
-            # w at a skipped step is z_prev - nu_prev: z0 - nu0 at the first one and
-            # 2 z^(i-1) - z^(i-2) afterwards
-            w_total = z0 - nu0
-            if counted >= 2:
-                w_total += 2.0 * _prox_power_sum(z0, counted - 1, power_counted_1, geometric,
-                                                 settings)
-                w_total -= z0 + _prox_power_sum(z0, counted - 2, power_counted_2, geometric,
-                                                settings)
-        nu0 = z_before - z_after
-        z0 = z_after
-    return z0, nu0, z_total, w_total
-
-
 # "reassoc" lets LLVM vectorize the three dot products (sums in a different order, not a
 # different result beyond rounding); no flag that assumes finite values is set.
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
@@ -249,7 +134,7 @@ def _sadmm_epoch_dense(X, y, weights, order, state, progress, settings):
         if step > average_start and track_w:
             for j in range(n_features):
                 shifted = z[j] + scale * row[j]  # w + nu
-                z_new = _prox(shifted, threshold, factor)
+                z_new = prox_step(shifted, threshold, factor)
                 w_sum[j] += shifted - nu[j]
                 nu[j] = shifted - z_new
                 z[j] = z_new
@@ -257,14 +142,14 @@ def _sadmm_epoch_dense(X, y, weights, order, state, progress, settings):
         elif step > average_start:
             for j in range(n_features):
                 shifted = z[j] + scale * row[j]
-                z_new = _prox(shifted, threshold, factor)
+                z_new = prox_step(shifted, threshold, factor)
                 nu[j] = shifted - z_new
                 z[j] = z_new
                 z_sum[j] += z_new
         else:
             for j in range(n_features):
                 shifted = z[j] + scale * row[j]
-                z_new = _prox(shifted, threshold, factor)
+                z_new = prox_step(shifted, threshold, factor)
                 nu[j] = shifted - z_new
                 z[j] = z_new
         if fit_intercept:
@@ -280,13 +165,13 @@ def _sadmm_epoch_dense(X, y, weights, order, state, progress, settings):
 def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, progress, settings,
                         powers):
     """Eq. (12) over CSR rows, one call of a pass; coordinates absent from a row are brought
-    up to date in closed form (:func:`_skipped_steps`) only when a later row touches them,
+    up to date in closed form (:func:`skipped_steps`) only when a later row touches them,
     and all of them at the end of the pass (its last call), so the pass costs O(nnz) plus
     O(n_features).
 
     ``state`` (an :data:`SADMMArrays`), ``progress`` and ``settings`` (an
     :data:`SADMMSettings`) are those of :func:`_sadmm_epoch_dense`; ``powers`` is the pass's
-    table of ``factor ** k`` (:func:`_factor_powers`, up to the pass's length plus one).
+    table of ``factor ** k`` (:func:`factor_powers`, up to the pass's length plus one).
     """
     z, nu, last, z_sum, w_sum, scalars = state
     rho, threshold, factor = settings.rho, settings.threshold, settings.factor
@@ -316,7 +201,7 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, progres
                                       powers[max(counted - 1, 0)], powers[max(counted - 2, 0)])
                 else:  # pure l1: no table reads
                     skipped_powers = (1.0, 1.0, 1.0, 1.0)
-                z[j], nu[j], z_total, w_total = _skipped_steps(
+                z[j], nu[j], z_total, w_total = skipped_steps(
                     z[j], nu[j], skipped, silent, skipped_powers, geometric, settings)
                 z_sum[j] += z_total
                 w_sum[j] += w_total
@@ -336,7 +221,7 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, progres
         for position in range(start, end):
             j = indices[position]
             shifted = z[j] + scale * data[position]
-            z_new = _prox(shifted, threshold, factor)
+            z_new = prox_step(shifted, threshold, factor)
             if in_window:
                 if track_w:
                     w_sum[j] += shifted - nu[j]
@@ -362,7 +247,7 @@ def _sadmm_epoch_sparse(data, indices, indptr, y, weights, order, state, progres
             if shrinks:
                 skipped_powers = (powers[max(silent - 1, 0)], powers[counted],
                                   powers[max(counted - 1, 0)], powers[max(counted - 2, 0)])
-            z[j], nu[j], z_total, w_total = _skipped_steps(
+            z[j], nu[j], z_total, w_total = skipped_steps(
                 z[j], nu[j], skipped, silent, skipped_powers, geometric, settings)
             z_sum[j] += z_total
             w_sum[j] += w_total
@@ -482,16 +367,32 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     penalty : {"l1", "l2", "elasticnet"}, default="l1"
         :math:`R`: ``"l1"`` is :math:`\|w\|_1` (the paper's problem), ``"l2"`` is
         :math:`\frac12\|w\|^2`, elastic net mixes them with ``l1_ratio``.
-    alpha : float, default=1e-4
+    alpha : float or "auto", default="auto"
         Regularization strength (the paper's :math:`\lambda`), as in ``SGDClassifier``.
-    rho : float, default=10.0
+        ``"auto"``: :math:`\min(10^{-4}, \overline{\|x\|^2}/n)` for :math:`n` training
+        rows of mean squared norm :math:`\overline{\|x\|^2}`
+        (:func:`stochsvm.linear.automatic_alpha`): on unit-norm rows (TF-IDF text) past
+        :math:`10^4` samples, ``LinearSVC``'s default ``C = 1``; on standardized features
+        (:math:`\overline{\|x\|^2} = d`) in practice the former default ``1e-4``
+        (``SGDClassifier``'s). Each ``fit`` resolves it into ``alpha_``; ``partial_fit`` on a
+        stream of unknown length uses ``1e-4``. Measured in ``benchmarks/BENCHMARKS.md``
+        (linear family, the default alpha and rho).
+    rho : float or "auto", default="auto"
         Augmented-Lagrangian penalty :math:`\rho > 0` (eq. 11) of the first pass. :math:`1/\rho`
-        acts as the step size on the sampled loss; each l1 step thresholds by ``alpha / rho``.
-        The default was chosen on standardized features: with the default ``tol``, ``rho = 10``
-        ended within 0.2-4% of the exact l1 optimum (median 2%) on breast cancer, digits, dna,
-        musk, sonar, vehicle and pima at ``alpha`` = 1e-2 and 1e-3 (one outlier: sonar at 1e-3,
-        where every ``rho`` tried stayed 87-250% above), against a median 11% for
-        ``rho = 1`` (``benchmarks/BENCHMARKS.md``, linear family).
+        caps the step on the sampled loss (the w-step's :math:`\beta_t = \rho(1 - y\langle
+        z - \mu/\rho, x\rangle)/\|x\|^2` is clipped at :math:`s`); each l1 step thresholds by
+        ``alpha / rho``. ``"auto"``: :math:`\min(10, \overline{\|x\|^2})`, the mean
+        squared norm of the rows of the first pass (kept in the solver state, so a warm start
+        or a later ``partial_fit`` call goes on with it): 10 on standardized features (whose
+        rows have :math:`\|x\|^2 \approx d`), and on short rows (TF-IDF text, unit norm) a
+        :math:`\rho` at which a sample on its margin takes the full projection step instead of
+        a step cut to :math:`1/\rho`. The 10 was chosen on standardized features: with the
+        default ``tol``, ``rho = 10`` ended within 0.2-4% of the exact l1 optimum (median 2%)
+        on breast cancer, digits, dna, musk, sonar, vehicle and pima at ``alpha`` = 1e-2 and
+        1e-3 (one outlier: sonar at 1e-3, where every ``rho`` tried stayed 87-250% above),
+        against a median 11% for ``rho = 1``; on unit-norm text, ``rho = 1`` reaches an 8-18%
+        lower objective than ``rho = 10`` in as many or fewer epochs
+        (``benchmarks/BENCHMARKS.md``, linear family).
     rho_schedule : {"linear", "sqrt", "constant"}, default="linear"
         How :math:`\rho` grows between passes: pass :math:`e = 1, 2, \dots` (``fit`` epochs, or
         ``partial_fit`` calls) uses :math:`\rho_e = \rho\,(1 + S_e/m)^p` with :math:`S_e` the
@@ -555,6 +456,8 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     classes_ : ndarray
     n_iter_ : int
         Epochs run (the largest over one-vs-rest problems).
+    alpha_ : float
+        The regularization strength of the fit: ``alpha``, or what ``"auto"`` resolved to.
     t_ : float
         Samples seen (steps taken) by the solver.
     history_ : list of dict
@@ -597,13 +500,13 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     _allowed_losses = ("hinge",)
 
     _parameter_constraints = {
-        "rho": [Interval(Real, 0, None, closed="neither")],
+        "rho": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "rho_schedule": [StrOptions({"constant", "sqrt", "linear"})],
         "rho_time_scale": [Interval(Integral, 1, None, closed="left"), None],
         "track_vi": ["boolean"],
     }
 
-    def __init__(self, penalty="l1", alpha=1e-4, rho=10.0, rho_schedule="linear",
+    def __init__(self, penalty="l1", alpha="auto", rho="auto", rho_schedule="linear",
                  rho_time_scale=None, l1_ratio=0.15, loss="hinge",
                  fit_intercept=True, max_iter=1000, tol=1e-3, n_iter_no_change=10, shuffle=True,
                  average=True, track_vi=False, class_weight=None, warm_start=False,
@@ -632,7 +535,8 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
 
     def _resolve_parameters(self):
         resolved = self._common_parameters()
-        resolved["rho"] = float(self.rho)
+        # "auto" is resolved from the rows of the first pass (_first_pass_rho)
+        resolved["rho"] = None if isinstance(self.rho, str) else float(self.rho)
         resolved["average_start"] = self._check_average(self.average)
         resolved["rho_power"] = {"constant": 0.0, "sqrt": 0.5, "linear": 1.0}[self.rho_schedule]
         resolved["rho_time_scale"] = (None if self.rho_time_scale is None
@@ -677,23 +581,35 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         return 0 if start is None else start
 
     def _resolved_for_passes(self, resolved, n_samples):
+        resolved = super()._resolved_for_passes(resolved, n_samples)
         # the time scale m of the rho schedule is the rows of a whole pass, not of one block
         if resolved["rho_time_scale"] is None and not getattr(self, "_streaming", False):
             return resolved.replace(rho_time_scale=n_samples)
         return resolved
 
+    @staticmethod
+    def _first_pass_rho(X, resolved):
+        r"""``rho``, or for ``rho="auto"`` :math:`\min(10, \overline{\|x\|^2})` over the rows
+        of ``X`` (on Dask, of the first pass's block: the row-weighted average of the states
+        after the first round is the mean over every row)."""
+        if resolved["rho"] is not None:
+            return resolved["rho"]
+        return min(AUTOMATIC_RHO_CEILING, max(mean_squared_row_norm(X), 1e-12))
+
     def _run_epoch(self, state, X, y, weights, order, resolved):
+        if "rho_base" not in state:
+            state["rho_base"] = self._first_pass_rho(X, resolved)
         if "pass_length" not in state:
             # the time scale m of the rho schedule (see ``rho_time_scale``), fixed at the first
             # pass so that later batch sizes do not change it
             if resolved["rho_time_scale"] is not None:
                 scale = resolved["rho_time_scale"]
             elif getattr(self, "_streaming", False) and resolved["alpha"] > 0:
-                scale = resolved["rho"] / resolved["alpha"]
+                scale = state["rho_base"] / resolved["alpha"]
             else:
                 scale = len(order)
             state["pass_length"] = max(float(scale), 1.0)
-        rho = self.pass_rho(resolved["rho"], resolved["rho_power"], state["samples_seen"],
+        rho = self.pass_rho(state["rho_base"], resolved["rho_power"], state["samples_seen"],
                             state["pass_length"])
         state["rho"] = rho
         # the z-step is the prox of (alpha / rho) R: soft threshold, then shrink
@@ -719,7 +635,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
             extra = (state["z"].copy(), np.zeros_like(state["z"]))  # v and u
         elif is_sparse(X):
             loop, data = _sadmm_epoch_sparse, as_csr_arrays(X)
-            extra = (_factor_powers(factor, len(order) + 1 if factor != 1.0 else 0),)
+            extra = (factor_powers(factor, len(order) + 1 if factor != 1.0 else 0),)
         else:
             loop, data, extra = _sadmm_epoch_dense, (X,), ()
         start = 0
