@@ -15,8 +15,8 @@ from stochsvm._core.threads import using_threads
 from stochsvm.kernel import SCSKernelSVC
 from stochsvm.kernel.kernel_rows import (
     exponential,
+    add_kernel_rows,
     kernel_rows_record,
-    row_adder,
     streamed_products,
 )
 
@@ -46,7 +46,7 @@ def test_exponential_matches_numpy():
 
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian", "linear", "poly"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_row_adder_matches_the_kernel_block(kernel, dtype):
+def test_add_kernel_rows_matches_the_kernel_block(kernel, dtype):
     """Rows of Q (cached part from the matrix, the rest computed on the fly) times weights:
     the products of kernel_block's values plus the offset, the same bits on 1 and 2
     threads."""
@@ -56,7 +56,7 @@ def test_row_adder_matches_the_kernel_block(kernel, dtype):
     full = kernel_block(X, X, kernel, gamma, degree, coef0, dtype=np.float64) + offset
     gram = np.ascontiguousarray(full[:cached, :cached]).astype(dtype)
     points = np.ascontiguousarray(X.T)
-    record = kernel_rows_record(points, cached, gamma, degree, coef0, offset)
+    record = kernel_rows_record(points, cached, kernel, gamma, degree, coef0, offset)
     rows = np.array([3.0, 7000.0, 150.0, 8999.0, 299.0, 300.0])
     weights = rng.randn(len(rows))
     expected = weights @ full[rows.astype(int)]
@@ -64,7 +64,7 @@ def test_row_adder_matches_the_kernel_block(kernel, dtype):
     for threads in (1, MANY):
         out = np.zeros(size)
         with using_threads(threads):
-            row_adder(kernel)(gram, rows, weights, len(rows), size, out, record)
+            add_kernel_rows(gram, rows, weights, len(rows), size, out, record)
         results.append(out)
     np.testing.assert_array_equal(results[0], results[1])
     tolerance = 1e-10 if dtype == np.float64 else 1e-5

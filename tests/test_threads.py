@@ -102,10 +102,11 @@ def _sequential_rows(gram, rows, weights, size, out):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_add_weighted_rows_matches_its_twin_bit_for_bit(dtype):
     rng = np.random.RandomState(2)
-    size = 2 * scs_iterations.COLUMN_BLOCK + 17  # several column blocks: the parallel path
+    size = 4 * scs_iterations.COLUMN_BLOCK + 17  # several column blocks: the parallel path
+    count = scs_iterations.PARALLEL_WORK // size + 1
     gram = rng.rand(size, size).astype(dtype)
-    rows = rng.choice(size, 40, replace=False).astype(np.float64)
-    weights = rng.randn(40)
+    rows = rng.choice(size, count, replace=False).astype(np.float64)
+    weights = rng.randn(count)
     start = rng.randn(size)
     expected = _sequential_rows(gram, rows, weights, size, start)
     for threads in (1, MANY):

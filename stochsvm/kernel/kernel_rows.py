@@ -7,8 +7,7 @@ kernel value the iterations need, :math:`Q_{ji}` with :math:`i` or :math:`j` pas
 is computed from the points when it is needed (compute-bound instead of memory-bound). The
 iterations only read rows of :math:`Q^k` through the update of the subgradient's hinge part,
 :math:`Qv' = Qv + \sum_j (v'_j - v_j) Q_{j\cdot}` (:func:`~stochsvm.kernel.scs_iterations.
-sample_iterations`), so that update is what this module computes: :func:`row_adder` returns
-the compiled update for one kernel.
+sample_iterations`), so that update is what this module computes: :func:`add_kernel_rows`.
 
 The points of :math:`S_k` are stored feature-major (``points[f, i]``, shape ``(n_features,
 capacity)``), so that the inner loops run over consecutive samples. A kernel value is computed
@@ -36,21 +35,23 @@ from collections import namedtuple
 import numba
 import numpy as np
 
-__all__ = ["KernelRows", "N_PARAMETERS", "append_points", "exponential", "kernel_rows_record",
-           "row_adder", "streamed_products"]
+__all__ = ["KERNEL_CODES", "KernelRows", "N_PARAMETERS", "add_kernel_rows", "append_points",
+           "exponential", "kernel_rows_record", "streamed_products"]
 
 #: ``points`` (n_features x capacity, feature-major) and ``parameters`` (float64: the number
-#: of cached samples, gamma, degree, coef0 and the intercept's offset)
+#: of cached samples, gamma, degree, coef0, the intercept's offset and the kernel's code)
 KernelRows = namedtuple("KernelRows", ["points", "parameters"])
-(CACHED, GAMMA, DEGREE, COEF0, OFFSET) = range(5)
-N_PARAMETERS = 5
+(CACHED, GAMMA, DEGREE, COEF0, OFFSET, KIND) = range(6)
+N_PARAMETERS = 6
 #: columns per parallel task
-COLUMN_BLOCK = 4096
+COLUMN_BLOCK = 1024
 
 
-def kernel_rows_record(points, cached, gamma, degree, coef0, offset):
-    """The :class:`KernelRows` record of feature-major ``points``."""
-    parameters = np.array([cached, gamma, degree, coef0, offset], dtype=np.float64)
+def kernel_rows_record(points, cached, kernel, gamma, degree, coef0, offset):
+    """The :class:`KernelRows` record of feature-major ``points`` for the kernel named
+    ``kernel``."""
+    parameters = np.array([cached, gamma, degree, coef0, offset, KERNEL_CODES[kernel]],
+                          dtype=np.float64)
     return KernelRows(points, parameters)
 
 
@@ -70,80 +71,71 @@ def exponential(x):
     return p
 
 
-def _compiled_adder(kernel):
-    """The update of :func:`row_adder` for one kernel (a constant of the compiled code: the
-    other kernels' branches are pruned before compilation)."""
-    squared = kernel == "rbf"
-    absolute = kernel == "laplacian"
-    power = kernel == "poly"
+#: the kernels, by their code in ``parameters[KIND]``
+KERNEL_CODES = {"rbf": 0, "laplacian": 1, "linear": 2, "poly": 3}
 
-    @numba.njit(cache=True, fastmath=True)
-    def add_block(gram, rows, weights, count, start, stop, out, source, scratch):
-        """Columns ``start:stop`` of ``out += sum_k weights[k] Q[rows[k], :]``."""
-        points, parameters = source
-        cached = np.int64(parameters[CACHED])
-        gamma = parameters[GAMMA]
-        degree = parameters[DEGREE]
-        coef0 = parameters[COEF0]
-        offset = parameters[OFFSET]
-        n_features = points.shape[0]
-        for k in range(count):
-            row = np.int64(rows[k])
-            weight = weights[k]
-            first = start
-            if row < cached:
-                # the cached part of the row
-                for i in range(start, min(stop, cached)):
-                    out[i] += weight * gram[row, i]
-                first = max(start, cached)
-            length = stop - first
-            if length <= 0:
-                continue
-            for i in range(length):
-                scratch[i] = 0.0
-            for feature in range(n_features):
-                value = np.float64(points[feature, row])
+
+@numba.njit(cache=True, fastmath=True)
+def _add_block(gram, rows, weights, count, start, stop, out, source, scratch):
+    """Columns ``start:stop`` of ``out += sum_k weights[k] Q[rows[k], :]`` (the kernel
+    chosen once per row, outside the loops over samples)."""
+    points, parameters = source
+    cached = np.int64(parameters[CACHED])
+    gamma = parameters[GAMMA]
+    degree = parameters[DEGREE]
+    coef0 = parameters[COEF0]
+    offset = parameters[OFFSET]
+    kind = np.int64(parameters[KIND])
+    n_features = points.shape[0]
+    for k in range(count):
+        row = np.int64(rows[k])
+        weight = weights[k]
+        first = start
+        if row < cached:
+            # the cached part of the row
+            for i in range(start, min(stop, cached)):
+                out[i] += weight * gram[row, i]
+            first = max(start, cached)
+        length = stop - first
+        if length <= 0:
+            continue
+        for i in range(length):
+            scratch[i] = 0.0
+        for feature in range(n_features):
+            value = np.float64(points[feature, row])
+            if kind == 0:  # squared distance
                 for i in range(length):
-                    other = np.float64(points[feature, first + i])
-                    if squared:
-                        difference = value - other
-                        scratch[i] += difference * difference
-                    elif absolute:
-                        scratch[i] += abs(value - other)
-                    else:
-                        scratch[i] += value * other
+                    difference = value - np.float64(points[feature, first + i])
+                    scratch[i] += difference * difference
+            elif kind == 1:  # l1 distance
+                for i in range(length):
+                    scratch[i] += abs(value - np.float64(points[feature, first + i]))
+            else:  # inner product
+                for i in range(length):
+                    scratch[i] += value * np.float64(points[feature, first + i])
+        if kind <= 1:
             for i in range(length):
-                if squared or absolute:
-                    entry = exponential(-gamma * scratch[i])
-                elif power:
-                    entry = (gamma * scratch[i] + coef0) ** degree
-                else:
-                    entry = scratch[i]
-                out[first + i] += weight * (entry + offset)
-
-    @numba.njit(cache=True, parallel=True)
-    def add_rows(gram, rows, weights, count, size, out, source):
-        """``out[:size] += sum_k weights[k] * Q[rows[k], :size]`` (module docstring)."""
-        for block in numba.prange((size + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
-            start = block * COLUMN_BLOCK
-            scratch = np.empty(COLUMN_BLOCK)
-            add_block(gram, rows, weights, count, start, min(size, start + COLUMN_BLOCK), out,
-                      source, scratch)
-
-    return add_rows
+                out[first + i] += weight * (exponential(-gamma * scratch[i]) + offset)
+        elif kind == 3:
+            for i in range(length):
+                out[first + i] += weight * ((gamma * scratch[i] + coef0) ** degree + offset)
+        else:
+            for i in range(length):
+                out[first + i] += weight * (scratch[i] + offset)
 
 
-_ADDERS = {}
-
-
-def row_adder(kernel):
-    r"""The compiled update ``add_rows(gram, rows, weights, count, size, out, source)``:
-    ``out[:size] += sum_k weights[k] * Q[rows[k], :size]`` for the kernel named ``kernel``,
-    with ``source`` a :class:`KernelRows` record (module docstring). ``rows`` holds row
-    indices as floats. Compiled on first use."""
-    if kernel not in _ADDERS:
-        _ADDERS[kernel] = _compiled_adder(kernel)
-    return _ADDERS[kernel]
+@numba.njit(cache=True, parallel=True)
+def add_kernel_rows(gram, rows, weights, count, size, out, source):
+    r"""``out[:size] += sum_k weights[k] * Q[rows[k], :size]`` (module docstring):
+    :math:`Qv' = Qv + \sum_j (v'_j - v_j) Q_{j\cdot}` with the rows past the cached samples
+    computed on the fly, ``source`` a :class:`KernelRows` record and ``rows`` row indices
+    as floats; column blocks of ``COLUMN_BLOCK`` in parallel, each entry summed over the
+    rows in order."""
+    for block in numba.prange((size + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
+        start = block * COLUMN_BLOCK
+        scratch = np.empty(COLUMN_BLOCK)
+        _add_block(gram, rows, weights, count, start, min(size, start + COLUMN_BLOCK), out,
+                   source, scratch)
 
 
 #: bound on one block of kernel rows of :func:`streamed_products`

@@ -204,8 +204,10 @@ Implementation choices (each one stated where the paper leaves room)
   (:func:`stochsvm._core.threads.fit_threads`: numba's thread count, ``OMP_NUM_THREADS`` and
   the BLAS limit of ``threadpoolctl`` pin it; ``n_jobs`` still runs one-vs-rest problems in
   processes). The kernel blocks and the mirrored columns of :math:`Q^k` are computed in
-  chunks of rows on a thread pool, and from :math:`|S_k|` = 8192 the iterations multiply by
-  :math:`Q^k` over blocks of its columns in parallel. The work is split by the data, not
+  chunks of rows on a thread pool, and past the budget the kernel rows computed on the fly
+  run over blocks of columns in parallel (the products with the cached :math:`Q^k` stay on
+  one thread up to ``scs_iterations.PARALLEL_SIZE``: they are memory-bound, and two
+  threads slowed them on the benchmark machine). The work is split by the data, not
   by the thread count: the model is the same bit for bit on one thread or many (with BLAS
   pinned alike; BLAS's own threads may change the rounding of its products).
 """

@@ -104,7 +104,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     points = rows_record = None
     if cached < capacity:
         points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
-        rows_record = kernel_rows_record(points, cached, *settings.kernel_rows[1:])
+        rows_record = kernel_rows_record(points, cached, *settings.kernel_rows)
     # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
     labels = np.zeros(capacity)
     sample_weights = np.zeros(capacity)
@@ -167,8 +167,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
         chunk_end = min(chunk_end, iteration + max(1, int(CHUNK_WORK // (size * size))))
         done, event = sample_iterations(
             gram, size, labels, costs, iterate, work, constants, state, records, iteration,
-            chunk_end, rows=rows_record,
-            kernel=None if rows_record is None else settings.kernel_rows[0])
+            chunk_end, rows=rows_record)
         finished = event != EVENT_BUDGET  # the stopping rule or the stall rule held
         test = None
         chunk_size = size  # |S_k| during these iterations

@@ -25,7 +25,7 @@ import numpy as np
 
 from .._core.threads import map_blocks
 from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
-from .kernel_rows import CACHED, kernel_rows_record, row_adder
+from .kernel_rows import CACHED, add_kernel_rows, kernel_rows_record
 
 __all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "kernel_matrix_buffer",
            "mirror_rows", "sample_iterations"]
@@ -120,10 +120,10 @@ Iterate = namedtuple("Iterate", ["a", "q_a", "d", "q_d", "hinge", "q_hinge"])
 # the products with Q^k, parallel over its columns
 # ======================================================================================
 #: columns of Q^k per parallel task of :func:`add_weighted_rows` and :func:`symmetric_times`
-COLUMN_BLOCK = 4096
+COLUMN_BLOCK = 1024
 #: the fewest multiply-adds worth a parallel region (below, one thread does them: starting
 #: the threads costs about as much)
-PARALLEL_WORK = 2**17
+PARALLEL_WORK = 2**20
 
 
 @numba.njit(cache=True)
@@ -187,14 +187,14 @@ def symmetric_times(gram, vector, size, out):
         _symmetric_times_parallel(gram, vector, size, out)
 
 
-def _compiled_iterations(euclidean, parallel, kernel):
+def _compiled_iterations(euclidean, parallel, on_the_fly):
     """:func:`sample_iterations` compiled for one metric and one way of multiplying by
-    :math:`Q^k` (``euclidean``, ``parallel`` and ``kernel`` constants of the compiled code:
-    the other branches are pruned before compilation, so the serial variants, the ones a
-    small fit uses, never compile numba's parallel loops). With a ``kernel`` name, the rows
-    past the cached matrix are computed on the fly (:mod:`stochsvm.kernel.kernel_rows`)."""
-    on_the_fly = kernel is not None
-    add_rows = row_adder(kernel) if on_the_fly else add_weighted_rows
+    :math:`Q^k` (``euclidean``, ``parallel`` and ``on_the_fly`` boolean constants of the
+    compiled code: the other branches are pruned before compilation, so the serial variants,
+    the ones a small fit uses, never compile numba's parallel loops). ``on_the_fly``: the
+    rows past the cached matrix are computed on the fly (:mod:`stochsvm.kernel.kernel_rows`).
+    The compiled functions are reached as module globals, never captured, so that the disk
+    cache recognizes each variant in a new process."""
 
     @numba.njit(cache=True)
     def iterations(gram, size, labels, costs, iterate, work, settings, state, records, first,
@@ -282,8 +282,8 @@ def _compiled_iterations(euclidean, parallel, kernel):
                                 changed_weights[count] = weight
                                 count += 1
                         if on_the_fly:
-                            add_rows(gram, changed_rows, changed_weights, count, size,
-                                     q_hinge, source)
+                            add_kernel_rows(gram, changed_rows, changed_weights, count,
+                                            size, q_hinge, source)
                         elif parallel:
                             add_weighted_rows(gram, changed_rows, changed_weights, count,
                                               size, q_hinge)
@@ -434,12 +434,17 @@ def _compiled_iterations(euclidean, parallel, kernel):
 #: the variants, by (metric, parallel, kernel computed on the fly or None), made on first
 #: use; each compiles on its first call
 _ITERATIONS = {}
-#: the smallest |S_k| at which the iterations multiply by Q^k on several threads
-PARALLEL_SIZE = 2 * COLUMN_BLOCK
+#: the smallest |S_k| at which the iterations multiply by the cached Q^k on several threads.
+#: Those products read Q^k from memory, and on the 2-core benchmark machine two threads made
+#: the iterations 1.4-1.5x slower at |S_k| = 12000 and 32768 (BENCHMARKS.md, "SCS on every
+#: core"): above the largest cache of the default budget (32768 samples in float32), so the
+#: cached iterations run on one thread. The rows computed on the fly past the budget are
+#: compute-bound and always run in parallel (kernel_rows.add_kernel_rows).
+PARALLEL_SIZE = 65536
 
 
 def sample_iterations(gram, size, labels, costs, iterate, work, settings, state, records,
-                      first, last, rows=None, kernel=None):
+                      first, last, rows=None):
     r"""Iterations ``first, ..., last - 1`` of Alg. 1 on the fixed sample :math:`S_k`.
 
     Every iteration is steps 6-8 and 14-16 of Alg. 1 with :math:`s_k = \emptyset`:
@@ -502,8 +507,6 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
         holds), the points of :math:`S_k` from which the other kernel values are computed
         on the fly (:mod:`stochsvm.kernel.kernel_rows`); ``gram`` then holds only the cached
         block. ``None``: every row is in ``gram``.
-    kernel : str or None
-        The kernel of ``rows`` (``"rbf"``, ``"laplacian"``, ``"linear"`` or ``"poly"``).
 
     Returns
     -------
@@ -513,10 +516,11 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
         ``EVENT_BUDGET`` (``last`` reached), ``EVENT_CONVERGED`` (:math:`\|d_k\| <
         \varepsilon` and :math:`\delta_k \le \delta_{min}`) or ``EVENT_STALLED``.
     """
-    if rows is None or size <= rows.parameters[CACHED]:
-        rows, kernel = _NO_ROWS[gram.dtype.itemsize == 4], None
+    on_the_fly = rows is not None and size > rows.parameters[CACHED]
+    if not on_the_fly:
+        rows = _NO_ROWS[gram.dtype.itemsize == 4]
     parallel = size >= PARALLEL_SIZE and numba.get_num_threads() > 1
-    key = (bool(settings[EUCLIDEAN] > 0.0), parallel, kernel)
+    key = (bool(settings[EUCLIDEAN] > 0.0), parallel, on_the_fly)
     if key not in _ITERATIONS:
         _ITERATIONS[key] = _compiled_iterations(*key)
     return _ITERATIONS[key](gram, size, labels, costs, iterate, work, settings, state, records,
@@ -524,5 +528,6 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
 
 
 #: the placeholder source of the cached variants (never read), float64 and float32
-_NO_ROWS = (kernel_rows_record(np.zeros((0, 0)), 0, 0.0, 0.0, 0.0, 0.0),
-            kernel_rows_record(np.zeros((0, 0), dtype=np.float32), 0, 0.0, 0.0, 0.0, 0.0))
+_NO_ROWS = (kernel_rows_record(np.zeros((0, 0)), 0, "linear", 0.0, 0.0, 0.0, 0.0),
+            kernel_rows_record(np.zeros((0, 0), dtype=np.float32), 0, "linear", 0.0, 0.0,
+                               0.0, 0.0))
