@@ -32,11 +32,10 @@ __all__ = ["blas_thread_limit", "fit_threads", "map_blocks", "using_threads"]
 
 def blas_thread_limit():
     """The largest thread count of the BLAS libraries loaded in the process (what
-    ``threadpoolctl`` reports and limits), or ``None`` when none is found."""
-    from threadpoolctl import threadpool_info
-
-    counts = [info["num_threads"] for info in threadpool_info()
-              if info.get("user_api") == "blas"]
+    ``threadpoolctl`` reports and limits, read from the libraries at each call), or
+    ``None`` when none is found."""
+    counts = [library.num_threads for library in _controller().lib_controllers
+              if library.user_api == "blas"]
     return max(counts) if counts else None
 
 
@@ -81,11 +80,16 @@ def map_blocks(function, blocks, threads):
 _CONTROLLER = []
 
 
-def _single_threaded_blas():
-    """A context in which the BLAS libraries of the process use one thread (the
-    ``threadpoolctl`` controller is built once: finding the libraries takes milliseconds)."""
+def _controller():
+    """The process's ``threadpoolctl`` controller, built once (finding the libraries takes
+    milliseconds; their thread counts are read live)."""
     if not _CONTROLLER:
         from threadpoolctl import ThreadpoolController
 
         _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    return _CONTROLLER[0]
+
+
+def _single_threaded_blas():
+    """A context in which the BLAS libraries of the process use one thread."""
+    return _controller().limit(limits=1, user_api="blas")
