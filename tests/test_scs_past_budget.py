@@ -105,9 +105,15 @@ def test_past_the_budget_gives_the_cached_model(dtype):
     # float32: the cached values are rounded to float32, those on the fly are not
     rtol = 1e-8 if dtype == "float64" else 2e-3
     assert past.objective(X, y) == pytest.approx(cached.objective(X, y), rel=rtol)
-    scale = np.abs(cached.decision_function(X)).max()
-    np.testing.assert_allclose(past.decision_function(X), cached.decision_function(X),
-                               atol=(1e-6 if dtype == "float64" else 1e-2) * scale)
+    values, reference = past.decision_function(X), cached.decision_function(X)
+    scale = np.abs(reference).max()
+    if dtype == "float64":
+        np.testing.assert_allclose(values, reference, atol=1e-6 * scale)
+    else:
+        # two float32 roundings of Q^k (which also differ between BLAS kernels) lead to
+        # coefficients of nearly equal objective: compare the models, not each value
+        assert np.mean(np.abs(values - reference)) <= 1e-2 * scale
+        assert np.mean(np.sign(values) == np.sign(reference)) >= 0.99
 
 
 def test_the_sample_grows_past_the_budget_and_the_objective_is_the_data_s():
