@@ -288,8 +288,12 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
                             add_weighted_rows(gram, changed_rows, changed_weights, count,
                                               size, q_hinge)
                         else:
-                            _add_rows_serial(gram, changed_rows, changed_weights, count, 0,
-                                             size, q_hinge)
+                            # inline (no compiled call: a cold first fit compiles less)
+                            for k in range(count):
+                                row = np.int64(changed_rows[k])
+                                weight = changed_weights[k]
+                                for i in range(size):
+                                    q_hinge[i] += weight * gram[row, i]
                     fresh = False
                     # g = p - v (eq. (8)), or Q(p - v) in the Euclidean metric, and the inner
                     # products of eq. (5) with u = -d_{k-1}
