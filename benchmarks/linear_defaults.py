@@ -466,44 +466,32 @@ def main(argv=None):
                              "previous constants) instead of the alpha grid")
     arguments = parser.parse_args(argv)
     if arguments.default_alpha:
-        return main_default_alpha(arguments)
+        return run_sets(arguments, lambda name: measure_default_alpha(name, arguments.quick),
+                        "linear_default_alpha", markdown_default_alpha)
+    overrides = None if arguments.tol is None else {"tol": arguments.tol}
+    return run_sets(arguments, lambda name: measure(name, arguments.quick, overrides),
+                    "linear_defaults", markdown)
+
+
+def run_sets(arguments, measure_set, stem_name, to_markdown):
+    """Measure every set (``--sets``, or all but tops vs rest with ``--quick``), then write
+    results/<stem_name>[_quick].{json,md} (``--output`` replaces the stem)."""
     names = arguments.sets or [s for s in SETS
                                if not (arguments.quick and s == "Fashion-MNIST tops vs rest")]
     results = {}
     for name in names:
         print(name, flush=True)
         try:
-            results[name] = measure(name, arguments.quick,
-                                    None if arguments.tol is None else {"tol": arguments.tol})
+            results[name] = measure_set(name)
         except FileNotFoundError as error:
             print(f"  left out: {error}", flush=True)
     stem = arguments.output or str(
         REPOSITORY / "benchmarks" / "results"
-        / ("linear_defaults_quick" if arguments.quick else "linear_defaults"))
+        / (f"{stem_name}_quick" if arguments.quick else stem_name))
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
     Path(stem + ".json").write_text(json.dumps(results, indent=1))
-    Path(stem + ".md").write_text(markdown(results, arguments.quick))
-    print(markdown(results, arguments.quick))
-
-
-def main_default_alpha(arguments):
-    """``--default-alpha``: results/linear_default_alpha[_quick].{json,md}."""
-    names = arguments.sets or [s for s in SETS
-                               if not (arguments.quick and s == "Fashion-MNIST tops vs rest")]
-    results = {}
-    for name in names:
-        print(name, flush=True)
-        try:
-            results[name] = measure_default_alpha(name, arguments.quick)
-        except FileNotFoundError as error:
-            print(f"  left out: {error}", flush=True)
-    stem = arguments.output or str(
-        REPOSITORY / "benchmarks" / "results"
-        / ("linear_default_alpha_quick" if arguments.quick else "linear_default_alpha"))
-    Path(stem).parent.mkdir(parents=True, exist_ok=True)
-    Path(stem + ".json").write_text(json.dumps(results, indent=1))
-    Path(stem + ".md").write_text(markdown_default_alpha(results, arguments.quick))
-    print(markdown_default_alpha(results, arguments.quick))
+    Path(stem + ".md").write_text(to_markdown(results, arguments.quick))
+    print(to_markdown(results, arguments.quick))
 
 
 if __name__ == "__main__":

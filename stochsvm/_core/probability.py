@@ -169,16 +169,22 @@ def fit_sigmoid(values, signs, weights=None):
         step_A = -(h22 * gradient_A - h21 * gradient_B) / determinant
         step_B = -(-h21 * gradient_A + h11 * gradient_B) / determinant
         slope = gradient_A * step_A + gradient_B * step_B
-        length = 1.0
-        while length >= _SMALLEST_STEP:
-            trial = loss(A + length * step_A, B + length * step_B)
-            if trial < value + 1e-4 * length * slope:
-                A, B, value = A + length * step_A, B + length * step_B, trial
-                break
-            length /= 2.0
-        else:
+        moved, A, B, value = _backtracking_step(loss, A, B, value, step_A, step_B, slope)
+        if not moved:
             break  # no decrease along the Newton direction: at the optimum to rounding
     return A, B
+
+
+def _backtracking_step(loss, A, B, value, step_A, step_B, slope):
+    """Armijo backtracking along a Newton direction of ``loss(A, B)`` (sufficient decrease
+    1e-4, halving down to ``_SMALLEST_STEP``). Returns ``(moved, A, B, value)``."""
+    length = 1.0
+    while length >= _SMALLEST_STEP:
+        trial = loss(A + length * step_A, B + length * step_B)
+        if trial < value + 1e-4 * length * slope:
+            return True, A + length * step_A, B + length * step_B, trial
+        length /= 2.0
+    return False, A, B, value
 
 
 def _as_problem_columns(scores):
@@ -430,14 +436,8 @@ def fit_softmax(values, classes, weights=None):
         slope = float(gradient @ step)
         if not slope < 0.0:
             break
-        length = 1.0
-        while length >= _SMALLEST_STEP:
-            trial = loss(A + length * step_A, B + length * step_B)
-            if trial < value + 1e-4 * length * slope:
-                A, B, value = A + length * step_A, B + length * step_B, trial
-                break
-            length /= 2.0
-        else:
+        moved, A, B, value = _backtracking_step(loss, A, B, value, step_A, step_B, slope)
+        if not moved:
             break  # no decrease along the Newton direction: at the optimum to rounding
     return A, B - B.mean()
 

@@ -531,7 +531,8 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
                             first, last, rows)
 
 
-#: the placeholder source of the cached variants (never read), float64 and float32
+#: the record handed to the variants without rows on the fly, which do not read it:
+#: float64 and float32
 _NO_ROWS = (kernel_rows_record(np.zeros((0, 0)), 0, "linear", 0.0, 0.0, 0.0, 0.0),
             kernel_rows_record(np.zeros((0, 0), dtype=np.float32), 0, "linear", 0.0, 0.0,
                                0.0, 0.0))
