@@ -86,6 +86,8 @@ __all__ = [
     "nearest_rows",
     "nearest_anchors",
     "build_anchor_graph",
+    "anchor_weights",
+    "sampled_laplacian_residuals",
     "class_products",
     "approximate_full_gradient",
 ]
@@ -301,11 +303,28 @@ def build_anchor_graph(X, anchor_indices, n_neighbors, bandwidth="paper"):
             f"n_neighbors={n_neighbors} exceeds the number of anchors ({len(anchor_indices)}); "
             "use n_neighbors <= n_anchors."
         )
+    neighbor_index, weights = anchor_weights(X, X[anchor_indices], n_neighbors, bandwidth)
+    return AnchorGraph(anchor_indices, neighbor_index, weights)
+
+
+def anchor_weights(X, anchors, n_neighbors, bandwidth="paper"):
+    r"""The rows of :math:`Z` for the samples ``X``: each tied to its ``n_neighbors`` nearest
+    rows of ``anchors`` with the weights of eq. (14), summing to one (Alg. 2, lines 6-13).
+
+    ``anchors`` are rows (dense or CSR), not indices, so that samples outside the training
+    rows (a batch, a block of rows held elsewhere) get their row of :math:`Z` in
+    :math:`O(|X|\, m\, d)` without a graph over all the samples. Returns
+    ``(neighbor_index, neighbor_weight)``, both of shape ``(n_samples, n_neighbors)``
+    (int64 positions in ``anchors``, float64 weights), nearest first.
+    """
+    if bandwidth not in BANDWIDTHS:
+        raise ValueError(f"bandwidth={bandwidth!r} is not valid; choose one of {list(BANDWIDTHS)}.")
     if sp.issparse(X):
-        distances, neighbor_index = nearest_anchors(X, X[anchor_indices], n_neighbors)
+        distances, neighbor_index = nearest_anchors(X, anchors, n_neighbors)
     else:
+        anchors = anchors.toarray() if sp.issparse(anchors) else anchors
         search = NearestNeighbors(n_neighbors=n_neighbors, algorithm="brute")
-        distances, neighbor_index = search.fit(X[anchor_indices]).kneighbors(X)
+        distances, neighbor_index = search.fit(anchors).kneighbors(X)
         distances = np.asarray(distances, dtype=np.float64)
     nearest = distances[:, :1]
     if bandwidth == "paper":
@@ -315,7 +334,46 @@ def build_anchor_graph(X, anchor_indices, n_neighbors, bandwidth="paper"):
     # Alg. 2 line 10, shifted by the nearest distance (cancels in the normalization, line 12)
     weights = np.exp(-(distances**2 - nearest**2) / sigma**2)
     weights /= weights.sum(axis=1, keepdims=True)
-    return AnchorGraph(anchor_indices, neighbor_index.astype(np.int64), weights)
+    return neighbor_index.astype(np.int64), weights
+
+
+def sampled_laplacian_residuals(values, neighbor_index, neighbor_weight, row_weights,
+                                n_anchors):
+    r"""The residuals :math:`r = f - Z_B \hat g` of the reduced Laplacian estimated on a
+    sample :math:`B` of the nodes (the gradient of :math:`	frac12 f^	op L f` at the
+    sampled nodes).
+
+    The anchor means :math:`g = \Lambda_s^{-1} Z^	op S f` of the module docstring are sums
+    over every sample; on a sample drawn with inclusion probabilities :math:`\pi_i`, the
+    ratio estimate
+
+    .. math::
+
+        \hat g_j = rac{\sum_{i \in B} w_i Z_{ij} f_i}{\sum_{i \in B} w_i Z_{ij}},
+        \qquad w_i = s_i / \pi_i,
+
+    is the weighted mean of :math:`f` over the sampled members of anchor :math:`j`
+    (consistent as the members per anchor grow; an anchor with no sampled member gets
+    :math:`\hat g_j = 0` and no weight). Since :math:`f^	op L_s f = \min_g \sum_{ij} s_i
+    Z_{ij} (f_i - g_j)^2`, attained at the anchor means, the gradient of :math:`f^	op L_s f`
+    in :math:`f_i` is :math:`2 s_i (f_i - z_i^	op g)`; summed over the sample with weights
+    :math:`w_i` it estimates the full gradient. ``values`` is :math:`f` on the sample, shape
+    (b,) or (b, p) for ``p`` models on one graph; ``row_weights`` is :math:`w` (shape (b,)).
+    Returns :math:`f - Z_B \hat g` in the shape of ``values``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    n_rows, k = neighbor_index.shape
+    Z = sp.csr_matrix((neighbor_weight.ravel(), neighbor_index.ravel(),
+                       np.arange(0, n_rows * k + 1, k)), shape=(n_rows, n_anchors))
+    row_weights = np.asarray(row_weights, dtype=np.float64)
+    weighted = values * (row_weights if values.ndim == 1 else row_weights[:, None])
+    degrees = np.asarray(Z.T @ row_weights).ravel()
+    sums = np.asarray(Z.T @ weighted)
+    # a ratio, never 1 / degree: an anchor's weights can underflow to subnormal numbers,
+    # whose inverse overflows
+    degrees = degrees if sums.ndim == 1 else degrees[:, None]
+    means = np.divide(sums, degrees, out=np.zeros_like(sums), where=degrees > 0)
+    return values - np.asarray(Z @ means)
 
 
 @numba.njit(cache=True)

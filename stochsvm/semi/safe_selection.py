@@ -19,6 +19,8 @@ from ._base import resolve_semi_supervised_gamma
 __all__ = [
     "MAXIMUM_CHECKED_LABELS",
     "MINIMUM_CHECKED_LABELS",
+    "best_candidate",
+    "candidate_terms",
     "kernel_matrix",
     "supervised_state",
     "supervised_subset",
@@ -74,6 +76,37 @@ def unlabeled_term_passes(semi_wins, supervised_wins):
     """
     difference = semi_wins - supervised_wins
     return bool(difference > 2.5 * math.sqrt(semi_wins + supervised_wins))
+
+
+def candidate_terms(unlabeled_loss_on, manifold_weight):
+    r"""The semi-supervised models the supervised check of
+    :class:`~stochsvm.semi.tsgs3vm.TSGS3VM` weighs against the ``SVC`` on the labels:
+    ``(name, unlabeled_loss_on, manifold_weight)`` for the S3VM (the unlabeled loss alone),
+    the manifold term alone, and both, as far as ``unlabeled_loss_on`` (``C_star > 0``) and
+    ``manifold_weight > 0`` enable them."""
+    candidates = []
+    if unlabeled_loss_on:
+        candidates.append(("unlabeled_loss", True, 0.0))
+    if manifold_weight > 0:
+        candidates.append(("manifold", False, float(manifold_weight)))
+        if unlabeled_loss_on:
+            candidates.append(("both", True, float(manifold_weight)))
+    return candidates
+
+
+def best_candidate(wins, losses):
+    r"""The candidate kept by the supervised check, or ``None`` for the ``SVC``: of those that
+    pass :func:`unlabeled_term_passes` (``wins[c]`` held-out labels only candidate ``c``
+    classifies right, ``losses[c]`` only the ``SVC``), the one with the largest statistic
+    :math:`(w - l)/\sqrt{w + l}`; the first on a tie."""
+    best, best_statistic = None, -math.inf
+    for candidate, (won, lost) in enumerate(zip(wins, losses)):
+        if not unlabeled_term_passes(int(won), int(lost)):
+            continue
+        statistic = (won - lost) / math.sqrt(won + lost)
+        if statistic > best_statistic:
+            best, best_statistic = candidate, statistic
+    return best
 
 
 def supervised_subset(y_signed, seed):

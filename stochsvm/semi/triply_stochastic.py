@@ -27,6 +27,7 @@ from .._core.random_features import (
 )
 from .._core.sampling import batch_schedule
 from ._base import weighted_mean
+from .manifold import SampledLaplacian
 
 __all__ = ["random_feature_scores", "tsgs3vm_train", "tsgs3vm_train_shared"]
 
@@ -119,11 +120,44 @@ def _rows_of(weights, rows):
     return None if weights is None else weights[rows]
 
 
+def _graph_gradients(laplacian, outputs, labeled_features, unlabeled_features, weights,
+                     total_step, dtype):
+    r"""The functional gradient of :math:`C\gamma_M f^\top L f` on the iteration's feature
+    block, estimated on the sample of ``laplacian`` (a
+    :class:`~stochsvm.semi.manifold.SampledLaplacian`): :math:`\Phi_B^\top G` with
+    :math:`G = 2 C\gamma_M L_w f_B`, for ``outputs`` :math:`f_B` (labeled rows first; shape
+    (b,) or (b, p) with one weight :math:`C\gamma_M` per column in ``weights``).
+
+    The step on the term is limited to the minimum of the sample's term along its gradient:
+    where the iteration's steps (``total_step``, the sum of its labeled steps, each of which
+    takes the term) exceed the minimizing step :math:`t^*`
+    (:meth:`~stochsvm.semi.manifold.SampledLaplacian.minimizing_step`), the gradient is
+    scaled by :math:`t^* / \text{total\_step}`. A strong term (:math:`C\gamma_M n` large
+    against the step) would otherwise overshoot and diverge; the limit leaves a step that
+    decreases the sample's term.
+    """
+    n_labeled = labeled_features.shape[0]
+    weights = np.asarray(weights, dtype=np.float64)
+    terms = weights * laplacian.gradient(outputs)
+    terms = terms.astype(dtype)
+    gradient = labeled_features.T @ terms[:n_labeled] + unlabeled_features.T @ terms[n_labeled:]
+    move = np.concatenate([labeled_features @ gradient, unlabeled_features @ gradient])
+    limit = laplacian.minimizing_step(terms, move) / weights
+    factor = np.where(limit < total_step, limit / total_step, 1.0)
+    return gradient * factor
+
+
 def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gamma, kernel,
                   unlabeled_loss, unlabeled_parameter, labeled_batch, unlabeled_batch,
                   n_iterations, block_size, step, cached, dtype=np.float64, balance=True,
-                  ramp_up=0.0, monitor=None, record_every=8, labeled_steps=1, weights=None):
+                  ramp_up=0.0, monitor=None, record_every=8, labeled_steps=1, weights=None,
+                  manifold_weight=0.0, graph=None):
     r"""Alg. 1 of the TSGS3VM paper with mini-batches and lazy scaling (one binary problem).
+
+    With ``manifold_weight`` (:math:`\gamma_M`) positive and ``graph`` a
+    :class:`~stochsvm.semi.manifold.ManifoldGraph`, the gradient of each iteration also
+    carries the sampled Laplacian term :math:`C\gamma_M f^\top L f` of
+    :mod:`stochsvm.semi.manifold`, on the same batches and feature block.
 
     ``weights`` (a :class:`~stochsvm.semi._base.SampleWeights`, or ``None``) multiplies each
     sampled term of the gradient by its sample's weight :math:`s`: with uniform batches,
@@ -168,6 +202,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
                             (n_iterations * labeled_steps,)).reshape(n_iterations, labeled_steps)
     n_done = 0
     samples_seen = 0
+    use_graph = graph is not None and manifold_weight > 0 and n_unlabeled > 0
     if hasattr(X_unlabeled, "plan_batches"):  # rows held elsewhere (dask input): fetched
         # ahead, from the same draws (stochsvm.distributed.semi)
         X_unlabeled.plan_batches(rng, n_labeled, labeled_batch, unlabeled_batch, n_iterations)
@@ -225,6 +260,18 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
             unlabeled_features = features[n_batch_labeled:]
         # eq. (4): the unlabeled part of the functional gradient, on this iteration's block.
         unlabeled_gradient = unlabeled_features.T @ unlabeled_weights
+        if use_graph:
+            # the sampled Laplacian term C gamma_M f'Lf (stochsvm.semi.manifold)
+            laplacian = SampledLaplacian(
+                graph, labeled_indices,
+                batch if incremental else batch[n_batch_labeled:],
+                n_labeled / max(1, n_batch_labeled),
+                n_unlabeled / max(1, len(unlabeled_indices)),
+                _rows_of(labeled_sw, labeled_indices), batch_unlabeled_sw)
+            graph_gradient = _graph_gradients(
+                laplacian, outputs, batch_labeled_features, unlabeled_features,
+                C * manifold_weight, float(np.sum(steps[iteration])), dtype)
+            unlabeled_gradient = unlabeled_gradient + graph_gradient
         block = np.zeros(m)  # the new coefficients alpha_i, in true units
         current = labeled_outputs  # f(x) + b on the labeled batch
         for sub in range(labeled_steps):
@@ -336,7 +383,8 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
                          gamma, kernel, unlabeled_loss, unlabeled_parameter, labeled_batch,
                          unlabeled_batch, n_iterations, block_size, step, cached,
                          dtype=np.float64, balance=True, ramp_up=0.0, monitor=None,
-                         record_every=8, labeled_steps=1, weights=None):
+                         record_every=8, labeled_steps=1, weights=None, manifold_weight=0.0,
+                         graph=None):
     r"""Alg. 1 of the TSGS3VM paper for several models in one pass over the unlabeled samples.
 
     Model ``k`` is the S3VM of the labeled samples ``subsets[k]`` (indices into
@@ -359,6 +407,12 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
     ``weights`` (a :class:`~stochsvm.semi._base.SampleWeights`, or ``None``) weighs the terms
     as in :func:`tsgs3vm_train`, each model on the weights of its labeled samples.
 
+    ``manifold_weight`` (a float, or one per model) and ``graph`` add the sampled Laplacian
+    term of :mod:`stochsvm.semi.manifold` to the models whose weight is positive. Its sample
+    is the iteration's unlabeled batch and every labeled sample (their outputs are kept up to
+    date for every model): one sample of the graph for all the models, each labeled sample a
+    node of every model's graph whether its label is in the model's subset or not.
+
     Returns ``(states, history, n_iter)``: one state per subset, as :func:`tsgs3vm_train`
     returns, and the history records of model 0.
     """
@@ -369,6 +423,11 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
     n_features = X_labeled.shape[1]
     m = block_size
     C_star = np.broadcast_to(np.asarray(C_star, dtype=np.float64), (n_models,))
+    graph_weights = C * np.broadcast_to(np.asarray(manifold_weight, dtype=np.float64),
+                                        (n_models,))
+    graph_models = np.flatnonzero(graph_weights > 0) if graph is not None and n_unlabeled \
+        else np.zeros(0, dtype=np.intp)
+    all_labeled = np.arange(X_labeled.shape[0])
     coefficients = np.zeros((n_iterations * m, n_models))  # raw a_j; alpha_j = scale * a_j
     scale = 1.0
     if cached:
@@ -429,6 +488,16 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
         labeled_features = transform_block(X_labeled_features, omega, offset)
         # eq. (4): the unlabeled part of each model's functional gradient on this block
         unlabeled_gradients = unlabeled_features.T @ derivatives
+        if graph_models.size:
+            # the sampled Laplacian term C gamma_M f'Lf (stochsvm.semi.manifold)
+            labeled_outputs = labeled_raw[:, graph_models] * scale + intercepts[graph_models]
+            unlabeled_gradients[:, graph_models] += _graph_gradients(
+                SampledLaplacian(graph, all_labeled, batch, 1.0,
+                                 n_unlabeled / max(1, batch.shape[0]), labeled_sw,
+                                 batch_unlabeled_sw),
+                np.concatenate([labeled_outputs, unlabeled_outputs[:, graph_models]]),
+                labeled_features, unlabeled_features, graph_weights[graph_models],
+                float(np.sum(steps[iteration])), dtype)
         blocks = np.zeros((m, n_models))  # the new coefficients alpha_i, in true units
         for model, (subset, batch_size) in enumerate(zip(subsets, batches)):
             labeled_indices = (subset if batch_size == subset.size

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -50,12 +50,14 @@ from .._core.monitor import TrainingMonitor
 from .._core.random_features import RANDOM_FEATURE_KERNELS, draw_seed
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from ._base import BaseSemiSupervisedClassifier, weight_total
+from .manifold import build_manifold_graph, resolve_anchor_count
 from .safe_selection import (
     MINIMUM_CHECKED_LABELS,
+    best_candidate,
+    candidate_terms,
     kernel_matrix,
     supervised_state,
     supervised_subset,
-    unlabeled_term_passes,
 )
 from .stochastic_schedule import (
     MAXIMUM_FEATURES_PER_ITERATION,
@@ -130,6 +132,9 @@ class TSGS3VMSettings:
     ramp_up: float
     safe_folds: int | None
     supervised_gamma: str | float
+    manifold_weight: float
+    n_anchors: int
+    n_neighbors: int
 
 
 def _blocks_disagree(model):
@@ -263,9 +268,32 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         (:data:`~stochsvm.semi.safe_selection.MAXIMUM_CHECKED_LABELS`), drawn at random in the classes' proportions where
         there are more (an exact ``SVC`` costs of order :math:`n_l^2` kernel evaluations);
         the held-out labels are all used.
+        With ``manifold_weight > 0`` the candidates are the S3VM, the manifold term and
+        both (:func:`~stochsvm.semi.safe_selection.candidate_terms`), all trained in the same
+        pass; of those that pass the test, the one with the largest statistic is kept.
         ``None`` always keeps the unlabeled term (Alg. 1 as printed). The model, the
         fallback included, depends only on ``random_state`` (the check draws its folds from
         it). Measurements in the Notes.
+    manifold_weight : float >= 0, default=0.1
+        :math:`\gamma_M`, the weight of the manifold term :math:`C\gamma_M f^\top L f`
+        (manifold regularization, as :class:`~stochsvm.semi.LapSVM`'s ``manifold_weight``),
+        with :math:`L` the reduced Laplacian of an anchor graph over all the samples, estimated
+        on each iteration's batches and carried by its new feature block
+        (:mod:`stochsvm.semi.manifold`; the step on the term stops at the minimum of the
+        batch's term along its gradient). ``0`` turns it off. With ``safe_folds`` the check
+        weighs the S3VM (``C_star``), the manifold term and both against the ``SVC`` on the
+        labels and keeps the best that wins; without it both terms train together. Measured
+        (``benchmarks/tsgs3vm_safe.py``, BENCHMARKS.md "TSGS3VM against supervised"): the
+        term alone at ``C=10, manifold_weight=0.1`` is within a few points of the exact
+        LapSVM, gains where the classes follow the graph (musk, vehicle bus+van vs rest)
+        and loses where they do not (dna: the classes are not neighborhoods of the 180
+        binary features).
+    n_anchors : int or None, default=None
+        Anchors of the graph: k-means centers on a sample of the unlabeled rows, each
+        replaced by its nearest sampled row. ``None`` keeps about 8 sampled members per
+        anchor in an iteration's batch (:func:`~stochsvm.semi.manifold.resolve_anchor_count`).
+    n_neighbors : int, default=5
+        Anchors each sample is tied to (at most ``n_anchors``).
     verbose : int, default=0
         Print one line per ``record_every`` iterations.
     callback : callable or None, default=None
@@ -407,6 +435,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         "feature_cache": [StrOptions({"cached", "regenerate"}), "boolean"],
         "labeled_steps": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "safe_folds": [Interval(Integral, 2, None, closed="left"), None],
+        "manifold_weight": [Interval(Real, 0, None, closed="left")],
+        "n_anchors": [Interval(Integral, 1, None, closed="left"), None],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, C=1.0, C_star=None, kernel="rbf", gamma="scale",
@@ -415,8 +446,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                  step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=1.0,
                  feature_cache="cached", n_jobs=None, random_state=None, feature_dtype="float32",
                  balance="auto", unlabeled_ramp_up=0.5, labeled_steps="auto", safe_folds=3,
-                 verbose=0, callback=None, record_every=8, class_weight=None,
-                 probability=False):
+                 manifold_weight=0.1, n_anchors=None, n_neighbors=5, verbose=0,
+                 callback=None, record_every=8, class_weight=None, probability=False):
         self.C = C
         self.C_star = C_star
         self.kernel = kernel
@@ -439,6 +470,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         self.unlabeled_ramp_up = unlabeled_ramp_up
         self.labeled_steps = labeled_steps
         self.safe_folds = safe_folds
+        self.manifold_weight = manifold_weight
+        self.n_anchors = n_anchors
+        self.n_neighbors = n_neighbors
         self.verbose = verbose
         self.callback = callback
         self.record_every = record_every
@@ -488,7 +522,20 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             record_every=int(self.record_every), ramp_up=float(self.unlabeled_ramp_up),
             safe_folds=None if self.safe_folds is None else int(self.safe_folds),
             # the width of the supervised SVC: "scale" is resolved on its labeled samples
-            supervised_gamma=self.gamma if isinstance(self.gamma, str) else self._gamma)
+            supervised_gamma=self.gamma if isinstance(self.gamma, str) else self._gamma,
+            manifold_weight=float(self.manifold_weight),
+            n_anchors=resolve_anchor_count(
+                self.n_anchors, min(labeled_batch, n_labeled) + unlabeled_batch,
+                int(self.n_neighbors), n_unlabeled),
+            n_neighbors=int(self.n_neighbors))
+
+    def _graph(self, settings, X_labeled, X_unlabeled, seed):
+        """The anchor graph of the manifold term (:mod:`stochsvm.semi.manifold`), or ``None``
+        where the term is off; its k-means is seeded from the problem's ``seed``."""
+        if settings.manifold_weight <= 0 or X_unlabeled.shape[0] == 0:
+            return None
+        return build_manifold_graph(X_labeled, X_unlabeled, settings.n_anchors,
+                                    settings.n_neighbors, seed % 2 ** 32)
 
     def _train(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
                weights=None):
@@ -503,14 +550,17 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             block_size=settings.block_size, step=settings.step, cached=settings.cached,
             dtype=settings.dtype, balance=self._balance, ramp_up=settings.ramp_up,
             labeled_steps=settings.labeled_steps, monitor=monitor,
-            record_every=settings.record_every, weights=weights)
+            record_every=settings.record_every, weights=weights,
+            manifold_weight=settings.manifold_weight,
+            graph=self._graph(settings, X_labeled, X_unlabeled, seed))
 
     def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
                     weights=None):
         seed = draw_seed(rng)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"TSGS3VM[{problem_index}] ")
-        if settings.safe_folds is not None and X_unlabeled.shape[0] and self._C_star > 0:
+        if settings.safe_folds is not None and X_unlabeled.shape[0] and (
+                self._C_star > 0 or settings.manifold_weight > 0):
             counts = np.unique(y_signed, return_counts=True)[1]
             if (y_signed.shape[0] < MINIMUM_CHECKED_LABELS or counts.size < 2
                     or counts.min() < settings.safe_folds):
@@ -530,15 +580,19 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
 
     def _fit_checked(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
                      folds, weights=None):
-        r"""The S3VM on all the labels, kept when it passes the supervised check, else the
+        r"""The best candidate on all the labels that passes the supervised check, else the
         exact ``SVC`` on the labels (:func:`~stochsvm.semi.safe_selection.supervised_state`).
 
-        The S3VM on all the labels and the S3VMs of the ``safe_folds`` folds (each on the
-        other folds' labels and every unlabeled sample; ``C_star=None`` resolved on the
-        fold's labels) are trained in one pass with shared feature blocks
-        (:func:`~stochsvm.semi.triply_stochastic.tsgs3vm_train_shared`). Each fold model and an exact ``SVC`` on the same
-        labels (same ``C``, kernel and ``gamma``) classify the held-out labels; the counts of
-        disagreements decide (:func:`~stochsvm.semi.safe_selection.unlabeled_term_passes`).
+        The candidates (:func:`~stochsvm.semi.safe_selection.candidate_terms`) are the S3VM
+        (the unlabeled loss), the manifold term, and both, as the parameters enable them.
+        Each candidate on all the labels and on each of the ``safe_folds`` folds (the other
+        folds' labels and every unlabeled sample; ``C_star=None`` resolved on the fold's
+        labels) is trained in one pass with shared batches and feature blocks
+        (:func:`~stochsvm.semi.triply_stochastic.tsgs3vm_train_shared`). Each fold model and
+        an exact ``SVC`` on the same labels (same ``C``, kernel and ``gamma``) classify the
+        held-out labels; per candidate, the counts of disagreements decide
+        (:func:`~stochsvm.semi.safe_selection.unlabeled_term_passes`), and of the candidates
+        that pass, the one with the largest McNemar statistic is kept.
         ``settings`` is the fit's :class:`TSGS3VMSettings`, ``weights`` the fit's
         :class:`~stochsvm.semi._base.SampleWeights` or ``None``.
         """
@@ -552,10 +606,15 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                                              subset.size) / unlabeled_total
                       for subset in subsets]
         else:
-            C_star = self._C_star
+            C_star = [self._C_star] * len(subsets)
+        candidates = candidate_terms(self._C_star > 0, settings.manifold_weight)
+        model_C_star, model_graph_weights = [], []
+        for _, unlabeled_on, graph_weight in candidates:
+            model_C_star += C_star if unlabeled_on else [0.0] * len(subsets)
+            model_graph_weights += [graph_weight] * len(subsets)
         states, history, n_iter = tsgs3vm_train_shared(
-            X_labeled, y_signed, subsets, X_unlabeled, rng, seed=seed, C=self._C,
-            C_star=C_star, gamma=self._gamma, kernel=settings.kernel,
+            X_labeled, y_signed, subsets * len(candidates), X_unlabeled, rng, seed=seed,
+            C=self._C, C_star=model_C_star, gamma=self._gamma, kernel=settings.kernel,
             unlabeled_loss=self._unlabeled_loss,
             unlabeled_parameter=self._unlabeled_parameter,
             labeled_batch=settings.labeled_batch, unlabeled_batch=settings.unlabeled_batch,
@@ -563,9 +622,12 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             step=settings.step, cached=settings.cached, dtype=settings.dtype,
             balance=self._balance, ramp_up=settings.ramp_up,
             labeled_steps=settings.labeled_steps, monitor=monitor,
-            record_every=settings.record_every, weights=weights)
-        semi_wins = supervised_wins = 0
-        for (train, held_out), state in zip(folds, states[1:]):
+            record_every=settings.record_every, weights=weights,
+            manifold_weight=model_graph_weights,
+            graph=self._graph(settings, X_labeled, X_unlabeled, seed))
+        wins = np.zeros(len(candidates), dtype=np.int64)
+        losses = np.zeros(len(candidates), dtype=np.int64)
+        for fold, (train, held_out) in enumerate(folds):
             train = train[supervised_subset(y_signed[train], seed)]
             supervised = supervised_state(X_labeled[train], y_signed[train], C=self._C,
                                           gamma=settings.supervised_gamma,
@@ -575,14 +637,17 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                                           sample_weight=None if labeled_sw is None
                                           else labeled_sw[train])
             truth = y_signed[held_out]
-            semi_right = np.where(self._decision_binary(X_labeled[held_out], state) > 0,
-                                  1.0, -1.0) == truth
             supervised_right = np.where(
                 self._decision_binary(X_labeled[held_out], supervised) > 0, 1.0, -1.0) == truth
-            semi_wins += int(np.sum(semi_right & ~supervised_right))
-            supervised_wins += int(np.sum(supervised_right & ~semi_right))
-        if unlabeled_term_passes(semi_wins, supervised_wins):
-            return states[0], history, n_iter
+            for candidate in range(len(candidates)):
+                state = states[candidate * len(subsets) + 1 + fold]
+                semi_right = np.where(self._decision_binary(X_labeled[held_out], state) > 0,
+                                      1.0, -1.0) == truth
+                wins[candidate] += int(np.sum(semi_right & ~supervised_right))
+                losses[candidate] += int(np.sum(supervised_right & ~semi_right))
+        best = best_candidate(wins, losses)
+        if best is not None:
+            return states[best * len(subsets)], history, n_iter
         return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor, weights)
 
     def _supervised_fallback(self, settings, X_labeled, y_signed, seed, monitor, weights=None):

@@ -1,0 +1,169 @@
+r"""The manifold (graph Laplacian) term of TSGS3VM on an anchor graph, sampled with the batches.
+
+Manifold regularization (Belkin, Niyogi and Sindhwani 2006) adds to the S3VM objective the
+penalty :math:`C\gamma_M f^\top L f` over the outputs :math:`f` of all the :math:`n` training
+samples, labeled and unlabeled, with :math:`L` the reduced Laplacian of an anchor graph
+(Liu, He and Chang 2010; :mod:`stochsvm._core.anchors`): :math:`L = I - Z\Lambda^{-1}Z^\top`
+with :math:`Z` the :math:`n \times m` weights tying each sample to its ``n_neighbors``
+nearest of ``m`` anchors. Since
+
+.. math::
+
+    f^\top L f = \min_g \sum_{i}\sum_{j} Z_{ij}\,(f_i - g_j)^2,
+
+attained at the anchor means :math:`g = \Lambda^{-1} Z^\top f`, the functional gradient of
+the term is :math:`2C\gamma_M \sum_i (f_i - z_i^\top g)\, k(x_i, \cdot)`. TSGS3VM estimates it
+on each iteration's samples, as it does its other terms: the labeled batch :math:`B_l` and
+the unlabeled batch :math:`B_u` (inclusion probabilities :math:`|B_l|/n_l` and
+:math:`|B_u|/n_u`) give the anchor means by a ratio estimate and the residuals
+:math:`f_i - z_i^\top \hat g` (:func:`~stochsvm._core.anchors.sampled_laplacian_residuals`),
+and the new block of random features carries them (eq. (4) of the TSGS3VM paper with one more
+term):
+
+.. math::
+
+    \xi_i \mathrel{+}= 2 C \gamma_M \sum_{B} w_i\,(f(x_i) - z_i^\top \hat g)\,\phi_i(x_i),
+    \qquad w_i = s_i\, n_l/|B_l| \text{ or } s_i\, n_u/|B_u|.
+
+Nothing of size :math:`n` is built: the anchors are ``m`` rows (k-means on a sample of the
+unlabeled rows, :func:`~stochsvm._core.anchors.select_anchors`), the rows of :math:`Z` of the
+labeled samples are computed once and those of each unlabeled batch when it is drawn
+(:math:`O(|B_u| m d)`, less than the batch's random features). The training memory is that of
+the S3VM plus :math:`m d` numbers, and the model is unchanged: random-feature blocks
+regenerable from their seeds. The ratio estimate needs several sampled members per anchor;
+:func:`resolve_anchor_count` bounds ``m`` by the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from sklearn.utils import check_random_state
+
+from .._core.anchors import (
+    KMEANS_SAMPLE_SIZE,
+    ROWS_PER_CLUSTER,
+    anchor_weights,
+    sampled_laplacian_residuals,
+    select_anchors,
+)
+
+__all__ = ["ManifoldGraph", "SampledLaplacian", "build_manifold_graph",
+           "resolve_anchor_count", "MEMBERS_PER_ANCHOR"]
+
+#: sampled members per anchor that the default number of anchors keeps in a batch
+#: (labeled plus unlabeled rows, ``n_neighbors`` ties each): the ratio estimate of an anchor
+#: mean averages about this many outputs
+MEMBERS_PER_ANCHOR = 8
+#: numbers of a k-means sample of CSR rows below which it is made dense (256 MiB)
+DENSE_SAMPLE_NUMBERS = 2 ** 25
+#: the bandwidth of the anchor weights: LapSVM's (the exact reference) choice
+BANDWIDTH = "nearest_distance"
+
+
+def resolve_anchor_count(n_anchors, batch_rows, n_neighbors, n_unlabeled):
+    r"""The anchors of a fit: ``n_anchors``, or for ``None``
+    :math:`\lfloor b k / \text{MEMBERS\_PER\_ANCHOR} \rfloor` for ``b`` rows sampled per
+    iteration and ``k`` = ``n_neighbors`` (at least ``n_neighbors``), and never more than the
+    unlabeled samples."""
+    if n_anchors is None:
+        n_anchors = max(n_neighbors, batch_rows * n_neighbors // MEMBERS_PER_ANCHOR)
+    return int(max(1, min(n_anchors, n_unlabeled)))
+
+
+@dataclass
+class ManifoldGraph:
+    r"""The anchor graph of one fit: the anchors and the labeled samples' rows of :math:`Z`.
+
+    Attributes
+    ----------
+    anchors : ndarray or CSR matrix of shape (m, n_features)
+    n_neighbors : int
+    labeled_index, labeled_weight : ndarray of shape (n_labeled, n_neighbors)
+        The rows of :math:`Z` of the labeled samples.
+    """
+
+    anchors: object
+    n_neighbors: int
+    labeled_index: np.ndarray
+    labeled_weight: np.ndarray
+
+    @property
+    def n_anchors(self):
+        return self.anchors.shape[0]
+
+    def neighbors(self, X):
+        """The rows of :math:`Z` of the samples ``X``: ``(index, weight)``."""
+        return anchor_weights(X, self.anchors, self.n_neighbors, BANDWIDTH)
+
+
+def build_manifold_graph(X_labeled, X_unlabeled, n_anchors, n_neighbors, random_state):
+    """Anchors from the unlabeled rows: k-means centers on a sample of
+    ``max(KMEANS_SAMPLE_SIZE, ROWS_PER_CLUSTER m)`` of them, each replaced by its nearest
+    sampled row (eq. (13) of the S3GD paper on the sample, so that no pass over the unlabeled
+    rows is needed); and the labeled samples' rows of :math:`Z`."""
+    random_state = check_random_state(random_state)
+    n_unlabeled = X_unlabeled.shape[0]
+    size = min(n_unlabeled, max(KMEANS_SAMPLE_SIZE, ROWS_PER_CLUSTER * n_anchors))
+    sample = X_unlabeled[np.sort(random_state.choice(n_unlabeled, size, replace=False))]
+    if sp.issparse(sample) and sample.shape[0] * sample.shape[1] <= DENSE_SAMPLE_NUMBERS:
+        # scikit-learn's k-means takes other steps on CSR input: a sample that fits dense
+        # gets the anchors of the dense data
+        sample = sample.toarray()
+    chosen = select_anchors(sample, min(n_anchors, size), random_state=random_state)
+    anchors = sample[chosen]
+    anchors = anchors.toarray() if sp.issparse(anchors) else np.asarray(anchors)
+    anchors = np.ascontiguousarray(anchors, dtype=np.float64)
+    n_neighbors = int(min(n_neighbors, anchors.shape[0]))
+    index, weight = anchor_weights(X_labeled, anchors, n_neighbors, BANDWIDTH)
+    return ManifoldGraph(anchors, n_neighbors, index, weight)
+
+
+class SampledLaplacian:
+    r"""The reduced Laplacian of one iteration's sample of nodes, weighted by the inverse
+    inclusion probabilities :math:`w` (the module docstring): :math:`L_w = W - W Z_B
+    \Lambda_w^{-1} Z_B^\top W` with :math:`\Lambda_w = \operatorname{diag}(Z_B^\top w)`, so
+    that :math:`f_B^\top L_w f_B = \sum_{i \in B} w_i \sum_j Z_{ij} (f_i - \hat g_j)^2`
+    estimates :math:`f^\top L f`, and :math:`2 L_w f_B = 2 w \odot (f_B - Z_B \hat g)` its
+    gradient at the sampled nodes."""
+
+    def __init__(self, graph, labeled_indices, unlabeled_rows, labeled_scale, unlabeled_scale,
+                 labeled_sw=None, unlabeled_sw=None):
+        unlabeled_index, unlabeled_weight = graph.neighbors(unlabeled_rows)
+        self.index = np.concatenate([graph.labeled_index[labeled_indices], unlabeled_index])
+        self.weight = np.concatenate([graph.labeled_weight[labeled_indices], unlabeled_weight])
+        self.n_anchors = graph.n_anchors
+        n_labeled = len(labeled_indices)
+        row_weights = np.empty(self.index.shape[0])
+        row_weights[:n_labeled] = labeled_scale
+        row_weights[n_labeled:] = unlabeled_scale
+        if labeled_sw is not None:
+            row_weights[:n_labeled] *= labeled_sw
+        if unlabeled_sw is not None:
+            row_weights[n_labeled:] *= unlabeled_sw
+        self.row_weights = row_weights
+
+    def _weighted(self, values):
+        return values * (self.row_weights if values.ndim == 1 else self.row_weights[:, None])
+
+    def gradient(self, values):
+        r""":math:`2 L_w f_B` for ``values`` :math:`f_B` of shape (b,) or (b, p)."""
+        residuals = sampled_laplacian_residuals(values, self.index, self.weight,
+                                                self.row_weights, self.n_anchors)
+        return 2.0 * self._weighted(residuals)
+
+    def minimizing_step(self, gradient, move):
+        r"""The step :math:`t^*` that minimizes :math:`q(t) = (f_B - t\Delta)^\top L_w
+        (f_B - t\Delta)` for the gradient :math:`G = 2 L_w f_B` and a move :math:`\Delta` of
+        the outputs: :math:`t^* = \Delta^\top G / (2 \Delta^\top L_w \Delta)`, per column;
+        ``inf`` where the move does not change the term."""
+        curvature = np.sum(move * self.gradient(move), axis=0)
+        slope = np.sum(move * gradient, axis=0)
+        # a curvature at the rounding of 2 sum w move^2 (a move constant on the anchors'
+        # members) is none
+        size = 2.0 * np.sum(self._weighted(move * move), axis=0)
+        return np.divide(slope, curvature, out=np.full(np.shape(slope), np.inf),
+                         where=curvature > 1e-12 * size)
