@@ -28,6 +28,11 @@ dicts, CSR matrices (their component arrays in
 parameter is dropped (set to ``None``); a ``random_state`` that is a ``RandomState`` or
 ``Generator`` is refused (use an int seed).
 
+A model fitted on the arrays of another array-API namespace (a CuPy array or a PyTorch tensor
+under ``sklearn.config_context(array_api_dispatch=True)``) is saved with its fitted arrays
+moved to host NumPy arrays: the file loads as a NumPy model and predicts on a machine
+without the device.
+
 Format 2 is written; format-1 files (which held the whole instance dictionary) still load:
 their values are restricted to the declared fields and checked the same way.
 """
@@ -42,6 +47,7 @@ import scipy.sparse as sp
 
 from . import registry
 from .version import __version__
+from ._core.array_api import numpy_state
 from ._core.state import ArrayField, CountField, IntField, check_fitted_state
 
 FORMAT_VERSION = 2
@@ -335,7 +341,9 @@ def _is_pipeline(model):
 
 
 def _declared_state(model, fields):
-    """The declared fitted attributes ``model`` has (empty for an unfitted model)."""
+    """The declared fitted attributes ``model`` has (empty for an unfitted model), arrays of
+    another array-API namespace (a model fitted on a GPU) moved to host NumPy arrays: a model
+    file holds host arrays, and loads and predicts on a machine without the device."""
     state = {}
     for name in fields:
         if name in vars(model) or hasattr(type(model), name):
@@ -343,7 +351,7 @@ def _declared_state(model, fields):
                 state[name] = getattr(model, name)
             except AttributeError:
                 continue
-    return state
+    return numpy_state(state)
 
 
 def _describe(model, encoder, where):

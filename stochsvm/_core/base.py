@@ -44,12 +44,21 @@ import types
 import warnings
 from numbers import Integral
 
+import array_api_compat
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from .array_api import (
+    namespace_of,
+    predicted_labels,
+    prediction_namespace,
+    refuse_array_api_input,
+    to_namespace,
+    to_numpy,
+)
 from .probability import (
     MULTICLASS_PROBABILITIES,
     class_log_probabilities,
@@ -94,7 +103,13 @@ def _distributed(name):
 
 
 def fit_context(method):
-    """Decorate ``fit``/``partial_fit``: validate the parameters, make the fit atomic.
+    """Decorate ``fit``/``partial_fit``: validate the parameters, refuse input the estimator
+    has no form for, make the fit atomic.
+
+    An estimator whose class does not set ``_array_api_support`` refuses ``X`` of another
+    array-API namespace than NumPy under ``sklearn.config_context(array_api_dispatch=True)``
+    with a ``TypeError`` naming its alternative
+    (:func:`stochsvm._core.array_api.refuse_array_api_input`).
 
     The instance dictionary is copied (shallowly) before the fit; if the fit raises anything,
     ``KeyboardInterrupt`` included, the copy is put back, so the estimator is exactly as it
@@ -107,6 +122,9 @@ def fit_context(method):
         before = dict(self.__dict__)
         try:
             self._validate_params()
+            if not self._array_api_support:
+                # an array of another namespace under array-API dispatch (a GPU array)
+                refuse_array_api_input(self, args[0] if args else kwargs.get("X"))
             return method(self, *args, **kwargs)
         except BaseException as error:
             self.__dict__.clear()
@@ -321,7 +339,10 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
+        prediction_namespace(self, X, "predict")  # a device model needs X of its device
         scores = self.decision_function(X)
+        if namespace_of(scores) is not None:
+            return predicted_labels(scores, self.classes_)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
@@ -376,8 +397,8 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
             Columns in the order of ``classes_``.
         """
-        scores = self.decision_function(X)
-        return class_probabilities(scores, *self._probability_model())
+        prediction_namespace(self, X, "predict_proba")
+        return self._on_host(class_probabilities, self.decision_function(X))
 
     @_ProbabilityMethod
     @dask_input
@@ -392,8 +413,20 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        scores = self.decision_function(X)
-        return class_log_probabilities(scores, *self._probability_model())
+        prediction_namespace(self, X, "predict_log_proba")
+        return self._on_host(class_log_probabilities, self.decision_function(X))
+
+    def _on_host(self, probabilities, scores):
+        """``probabilities(scores, A, B, multiclass)`` of the probability model; decision
+        values of an array-API namespace go to the host (a few numbers a sample) and the
+        result comes back to their device."""
+        namespace = namespace_of(scores)
+        model = self._probability_model()
+        if namespace is None:
+            return probabilities(scores, *model)
+        values = probabilities(to_numpy(scores), to_numpy(model[0]), to_numpy(model[1]),
+                               model[2])
+        return to_namespace(values, namespace, array_api_compat.device(scores))
 
     def _calibrate(self, X, y, sample_weight=None):
         """End of ``fit``: with ``probability=True`` fit ``probA_`` and ``probB_`` (and, for
@@ -478,6 +511,12 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
     _dask_refusal = ("{name} has no distributed training form; fit it on a sample that fits "
                      "in memory (for example X[:n].compute()), or use an estimator listed in "
                      "stochsvm.distributed.TRAINERS.")
+    #: whether ``fit`` computes in the namespace and on the device of an array-API input
+    #: under ``sklearn.config_context(array_api_dispatch=True)``; the others refuse it
+    _array_api_support = False
+    #: what the ``TypeError`` of an estimator without an array-API form proposes (``None``:
+    #: :data:`stochsvm._core.array_api.ARRAY_API_ALTERNATIVE`)
+    _array_api_alternative = None
 
     def _fit_dask(self, X, *args, **kwargs):
         """Train on dask input (see :mod:`stochsvm.distributed`)."""
@@ -487,6 +526,15 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
                 "cross-validated decision values, which the dask fit does not compute. Fit "
                 "with probability=False and calibrate on an in-memory held-out sample with "
                 "sklearn.calibration.CalibratedClassifierCV, or fit in memory.")
+        chunk_type = getattr(X, "_meta", None)
+        if namespace_of(chunk_type) is not None:
+            raise TypeError(
+                f"The Dask fit of {type(self).__name__} moves NumPy blocks to the host, and "
+                f"the blocks of X are {type(chunk_type).__module__} arrays (a GPU array). "
+                "Convert its blocks to NumPy (for CuPy blocks X.map_blocks(cupy.asnumpy)), or "
+                "fit an in-memory array of the device inside "
+                "sklearn.config_context(array_api_dispatch=True) with an estimator that has "
+                "an array-API form (SCSKernelSVC).")
         fitted = _distributed("fit")(self, X, *args, **kwargs)
         # float32 blocks give a float32 model, as float32 data in memory does
         self._keep_input_precision(_collection_dtype(X))
@@ -495,4 +543,5 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.array_api_support = self._array_api_support
         return tags

@@ -49,6 +49,8 @@ __all__ = [
     "check_machine_memory",
     "machine_memory_bytes",
     "resolve_kernel_dtype",
+    "kernel_block_in_namespace",
+    "resolve_gamma_in_namespace",
 ]
 
 KERNELS = ("linear", "rbf", "laplacian", "poly")
@@ -91,7 +93,7 @@ def _dense_variance(X):
     rows = max(1, _CHUNK_BYTES // (8 * max(1, X.shape[1])))
     total = 0.0
     for start in range(0, X.shape[0], rows):
-        chunk = X[start:start + rows].astype(np.float64) - mean
+        chunk = X[start:start + rows, ...].astype(np.float64) - mean
         total += float(np.einsum("ij,ij->", chunk, chunk))
     return total / X.size
 
@@ -430,3 +432,136 @@ def _kernel_block_single(A, B, kernel, gamma, degree, coef0, out, threads=1):
 
     map_blocks(fill, range(0, n_rows, chunk), threads)
     return out
+
+
+# ======================================================================================
+# kernel blocks of arrays of an array-API namespace (CuPy, PyTorch, ...: the GPU path)
+# ======================================================================================
+#: rows of A per chunk of a namespace block: the float64 temporaries of one chunk stay below
+#: this size (the laplacian's |a - b| of a chunk against every row of B included)
+NAMESPACE_CHUNK_BYTES = 128 * 2**20
+
+
+def resolve_gamma_in_namespace(gamma, X, namespace):
+    """:func:`resolve_gamma` for ``X`` of an array-API namespace: ``"scale"`` (or ``None``)
+    gives ``1 / (n_features Var(X))`` with the mean and the variance summed in float64 on the
+    device of ``X``, chunk of rows by chunk of rows (two passes, as the NumPy path)."""
+    if not (gamma is None or isinstance(gamma, str)):
+        return resolve_gamma(gamma, X)
+    if isinstance(gamma, str):
+        check_choice(gamma, "gamma", ("scale", "auto"))
+        if gamma == "auto":
+            return 1.0 / X.shape[1]
+    n_rows, n_columns = X.shape
+    rows = max(1, int(NAMESPACE_CHUNK_BYTES // (8 * max(n_columns, 1))))
+    float64 = namespace.float64
+    total = 0.0
+    for start in range(0, n_rows, rows):
+        total += float(namespace.sum(namespace.astype(X[start:min(n_rows, start + rows), ...],
+                                                      float64)))
+    mean = total / (n_rows * n_columns)
+    squares = 0.0
+    for start in range(0, n_rows, rows):
+        centred = namespace.astype(X[start:min(n_rows, start + rows), ...], float64) - mean
+        squares += float(namespace.sum(centred * centred))
+    variance = squares / (n_rows * n_columns)
+    return 1.0 / (n_columns * variance) if variance > 0 else 1.0
+
+
+def _namespace_chunk(A, kernel, gamma, degree, coef0, single, B_prepared, namespace):
+    """The kernel block of the rows ``A`` against the rows ``B`` of
+    :func:`kernel_block_in_namespace`, given as ``B_prepared``: ``(B in the computation's
+    type, gamma ||b||^2 (float32) or ||b||^2 (float64) for "rbf", the shift of float32
+    "rbf")``."""
+    xp = namespace
+    B_work, B_norms, shift = B_prepared
+    if kernel == "laplacian":
+        A_work = xp.astype(A, xp.float64)
+        distances = xp.sum(xp.abs(A_work[:, None, :] - B_work[None, :, :]), axis=2)
+        return xp.exp(-gamma * distances)
+    if single:
+        A_work = xp.astype(A, xp.float32)
+        if shift is not None:
+            A_work = A_work - shift
+    else:
+        A_work = xp.astype(A, xp.float64)
+    products = A_work @ B_work.T
+    if kernel == "linear":
+        return products
+    if kernel == "poly":
+        if single:
+            return (products * float(gamma) + float(coef0)) ** float(degree)
+        return (gamma * products + coef0) ** degree
+    if single:
+        # exp(min(0, 2 gamma a'b - gamma ||a||^2 - gamma ||b||^2)) in float32, the squared
+        # norms summed in float64 (the float32 path of kernel_block)
+        A_wide = xp.astype(A_work, xp.float64)
+        A_scaled = xp.astype(gamma * xp.sum(A_wide * A_wide, axis=1), xp.float32)
+        exponent = products * (2.0 * gamma) - (A_scaled[:, None] + B_norms[None, :])
+        return xp.exp(xp.clip(exponent, max=0.0))
+    A_norms = xp.sum(A_work * A_work, axis=1)
+    distances = xp.clip(A_norms[:, None] + B_norms[None, :] - 2.0 * products, min=0.0)
+    return xp.exp(distances * (-gamma))
+
+
+def kernel_block_in_namespace(A, B, kernel, gamma, degree, coef0, dtype, namespace,
+                              offset=0.0):
+    r"""Kernel block :math:`K_{ij} = k(A_i, B_j) + s^2` of two arrays of an array-API
+    namespace, computed there (on their device) in standard operations.
+
+    The arithmetic is that of :func:`kernel_block`: in float64, :math:`\exp(-\gamma
+    \max(0, \|a\|^2 + \|b\|^2 - 2a^\top b))` for ``"rbf"``; in float32 (``dtype``
+    ``"float32"``), a float32 matrix product on data centred on the mean of ``B`` with the
+    squared norms summed in float64, as the NumPy path does; ``"laplacian"``
+    (:math:`\exp(-\gamma\|a - b\|_1)`) always in float64. The rows of ``A`` are processed
+    in chunks whose float64 temporaries stay below ``NAMESPACE_CHUNK_BYTES``, then joined.
+
+    Parameters
+    ----------
+    A, B : arrays of ``namespace`` of shape (n_rows, n_features), (n_columns, n_features)
+    kernel : {"linear", "rbf", "laplacian", "poly"}
+    gamma, degree, coef0 : float
+        The resolved kernel parameters.
+    dtype : {"float64", "float32"}
+        Type of the block.
+    namespace : module
+        The array-API namespace of ``A`` and ``B``.
+    offset : float, default=0.0
+        :math:`s^2`, added to every value (the intercept's constant feature).
+
+    Returns
+    -------
+    array of ``namespace`` of shape (n_rows, n_columns)
+    """
+    check_choice(kernel, "kernel", KERNELS)
+    xp = namespace
+    single = np.dtype(dtype) == np.float32 and kernel != "laplacian"
+    target = xp.float32 if np.dtype(dtype) == np.float32 else xp.float64
+    shift = None
+    if kernel == "laplacian":
+        B_work, B_norms = xp.astype(B, xp.float64), None
+    elif single:
+        B_work = xp.astype(B, xp.float32)
+        if kernel == "rbf":
+            # distances are shift-invariant: centre both sides on the mean of B
+            shift = xp.astype(xp.mean(xp.astype(B, xp.float64), axis=0), xp.float32)
+            B_work = B_work - shift
+            B_wide = xp.astype(B_work, xp.float64)
+            B_norms = xp.astype(gamma * xp.sum(B_wide * B_wide, axis=1), xp.float32)
+        else:
+            B_norms = None
+    else:
+        B_work = xp.astype(B, xp.float64)
+        B_norms = xp.sum(B_work * B_work, axis=1) if kernel == "rbf" else None
+    n_rows, n_columns = A.shape[0], B.shape[0]
+    width = max(n_columns, 1) * (max(A.shape[1], 1) if kernel == "laplacian" else 2)
+    rows = max(1, int(NAMESPACE_CHUNK_BYTES // (8 * width)))
+    blocks = []
+    for start in range(0, max(n_rows, 1), rows):
+        stop = min(n_rows, start + rows)
+        block = _namespace_chunk(A[start:stop, ...], kernel, gamma, degree, coef0, single,
+                                 (B_work, B_norms, shift), xp)
+        blocks.append(xp.astype(block, target) if block.dtype != target else block)
+    block = blocks[0] if len(blocks) == 1 else xp.concat(blocks, axis=0)
+    return block + offset if offset else block
+

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+import array_api_compat
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -35,9 +36,11 @@ from sklearn.base import (
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .kernels import check_machine_memory, resolve_gamma
+from .array_api import input_namespace, prediction_namespace, to_namespace
+from .kernels import check_machine_memory, resolve_gamma, resolve_gamma_in_namespace
 from .state import ArrayField, FloatField, IntField, merged_fields
-from .validation import check_choice, check_positive, check_positive_int
+from .validation import (check_choice, check_positive, check_positive_int,
+                         validate_data_in_namespace)
 
 __all__ = [
     "RANDOM_FEATURE_KERNELS",
@@ -328,32 +331,66 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     def fit(self, X, y=None):
         """Draw the frequencies for the width of ``X`` (only its shape and, for
-        ``gamma="scale"``, its variance are used)."""
-        X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32))
+        ``gamma="scale"``, its variance are used).
+
+        An ``X`` of another array-API namespace (a CuPy array, a PyTorch tensor) inside
+        ``sklearn.config_context(array_api_dispatch=True)`` gives ``random_weights_`` and
+        ``random_offset_`` on its device, in its precision: the frequencies are drawn on
+        the host from the same seed as for NumPy input (the same numbers), then moved, and
+        ``gamma="scale"`` is computed on the device."""
+        namespace = input_namespace(X)
+        if namespace is not None:
+            X = validate_data_in_namespace(self, X, namespace, reset=True)
+        else:
+            X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32))
         check_choice(self.kernel, "kernel", RANDOM_FEATURE_KERNELS)
         n_components = check_positive_int(self.n_components, "n_components")
         if isinstance(self.gamma, str):
             if self.gamma != "scale":
                 raise ValueError(f"gamma={self.gamma!r} is not valid; use 'scale' or a float > 0.")
-            self._gamma = resolve_gamma(None, X)
+            self._gamma = (resolve_gamma(None, X) if namespace is None
+                           else resolve_gamma_in_namespace(None, X, namespace))
         else:
             self._gamma = check_positive(self.gamma, "gamma")
         # the frequencies (d x m) and the features of one sample: refused before NumPy's
         # allocator is asked for more than the machine has
+        itemsize = (X.dtype.itemsize if namespace is None
+                    else 4 if X.dtype == namespace.float32 else 8)
         check_machine_memory(
-            float(X.dtype.itemsize) * (X.shape[1] + 2) * n_components,
+            float(itemsize) * (X.shape[1] + 2) * n_components,
             f"RandomFourierFeatures(n_components={self.n_components!r}): the {X.shape[1]} x "
             f"{n_components} random frequencies",
             "Lower n_components.")
         self.seed_ = draw_seed(self.random_state)
-        self.random_weights_, self.random_offset_ = feature_block(
-            self.seed_, 0, X.shape[1], n_components, self._gamma, self.kernel, X.dtype)
+        if namespace is None:
+            self.random_weights_, self.random_offset_ = feature_block(
+                self.seed_, 0, X.shape[1], n_components, self._gamma, self.kernel, X.dtype)
+        else:
+            dtype = np.float32 if X.dtype == namespace.float32 else np.float64
+            device = array_api_compat.device(X)
+            self.random_weights_, self.random_offset_ = (
+                to_namespace(values, namespace, device) for values in feature_block(
+                    self.seed_, 0, X.shape[1], n_components, self._gamma, self.kernel, dtype))
         self._n_features_out = n_components
         return self
 
     def transform(self, X):
-        """Features of ``X``, shape (n_samples, n_components), in the dtype of ``X``."""
+        r"""Features of ``X``, shape (n_samples, n_components), in the dtype of ``X``.
+
+        ``X`` of another array-API namespace under
+        ``sklearn.config_context(array_api_dispatch=True)`` gives an array of that namespace,
+        :math:`\sqrt{2/m}\cos(X\Omega + b)` computed on its device (a transformer fitted on
+        NumPy moves its frequencies there)."""
         check_is_fitted(self, "random_weights_")
+        where = prediction_namespace(self, X, "transform")
+        if where is not None:
+            namespace, device = where
+            X = validate_data_in_namespace(self, X, namespace, reset=False)
+            omega = namespace.astype(to_namespace(self.random_weights_, namespace, device),
+                                     X.dtype)
+            offset = namespace.astype(to_namespace(self.random_offset_, namespace, device),
+                                      X.dtype)
+            return namespace.cos(X @ omega + offset) * math.sqrt(2.0 / omega.shape[1])
         X = validate_data(self, X, accept_sparse="csr", dtype=(np.float64, np.float32),
                           reset=False)
         check_machine_memory(
@@ -369,5 +406,6 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.array_api_support = True
         return tags
 

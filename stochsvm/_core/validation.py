@@ -12,7 +12,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_scalar
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import column_or_1d, validate_data
+
+from .array_api import refuse_array_api_input, to_numpy
 
 __all__ = [
     "check_nonnegative",
@@ -27,6 +29,8 @@ __all__ = [
     "resolve_class_weights",
     "validate_training_data",
     "validate_prediction_data",
+    "validate_data_in_namespace",
+    "host_labels",
     "check_at_least_two_classes",
     "split_semi_supervised_labels",
 ]
@@ -89,7 +93,12 @@ def validate_training_data(estimator, X, y, reset=True, check_targets=True):
 
     Returns ``X`` as a C-contiguous float32/float64 array or a canonical CSR matrix (sorted
     indices, no duplicates) and ``y`` as a 1-D array. Sets ``n_features_in_`` when ``reset``.
+    An array of another array-API namespace under dispatch is refused with a ``TypeError``
+    unless the estimator has an array-API form
+    (:func:`~stochsvm._core.array_api.refuse_array_api_input`).
     """
+    if not getattr(estimator, "_array_api_support", False):
+        refuse_array_api_input(estimator, X)
     _reject_bad_sparse(X)
     X, y = validate_data(
         estimator,
@@ -109,7 +118,11 @@ def validate_training_data(estimator, X, y, reset=True, check_targets=True):
 
 
 def validate_prediction_data(estimator, X):
-    """Validate ``X`` for ``predict``/``decision_function`` against the fitted width."""
+    """Validate ``X`` for ``predict``/``decision_function`` against the fitted width (an
+    array of another array-API namespace under dispatch refused as in
+    :func:`validate_training_data`)."""
+    if not getattr(estimator, "_array_api_support", False):
+        refuse_array_api_input(estimator, X)
     _reject_bad_sparse(X)
     X = validate_data(
         estimator, X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C", reset=False
@@ -117,6 +130,22 @@ def validate_prediction_data(estimator, X):
     if sp.issparse(X):
         X = _canonical_csr(X)
     return X
+
+
+def validate_data_in_namespace(estimator, X, namespace, reset):
+    """``X`` of an array-API namespace (:func:`~stochsvm._core.array_api.input_namespace`)
+    checked as scikit-learn checks array-API input, in that namespace and on its device: two
+    dimensions, float64 or float32 (other numbers converted to float64), finite values, at
+    least one sample, and ``n_features_in_`` (set when ``reset``, checked otherwise)."""
+    return validate_data(estimator, X, dtype=(namespace.float64, namespace.float32),
+                         reset=reset)
+
+
+def host_labels(y):
+    """Labels ``y`` (a list, a NumPy array or an array of another namespace) as a host NumPy
+    vector: the estimators with an array-API form resolve classes, signs and weights on the
+    host, as their NumPy path does."""
+    return column_or_1d(np.asarray(to_numpy(y)), warn=True)
 
 
 def _canonical_csr(X):

@@ -32,12 +32,14 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._core.array_api import input_namespace, prediction_namespace
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.sampling import problem_seeds
 from .._core.kernels import (
     KERNELS,
     check_memory_budget,
     kernel_block,
+    kernel_block_in_namespace,
     resolve_gamma,
     resolve_kernel_dtype,
 )
@@ -51,6 +53,11 @@ from .._core.validation import (  # the margin-weight check is shared with the o
     resolve_class_weights,
     validate_prediction_data,
     validate_training_data,
+)
+from .array_api_model import (
+    decision_function_in_namespace,
+    fit_in_namespace,
+    objective_in_namespace,
 )
 
 __all__ = ["BaseKernelClassifier", "KERNEL_PARAMETER_CONSTRAINTS", "MAXIMUM_MARGIN_WEIGHT",
@@ -125,6 +132,15 @@ class BaseKernelClassifier(BaseClassifier):
             block += offset
         return block
 
+    def _kernel_values_in_namespace(self, A, B, namespace, dtype=None):
+        """:meth:`_kernel_values` of two arrays of an array-API namespace, computed there
+        (:func:`~stochsvm._core.kernels.kernel_block_in_namespace`), in ``dtype``
+        (default: the fitted ``kernel_dtype``)."""
+        return kernel_block_in_namespace(
+            A, B, self._kernel_name, self._gamma, self._degree, self._coef0,
+            dtype or self._kernel_dtype, namespace,
+            offset=getattr(self, "_intercept_offset", None) or 0.0)
+
     def _resolve_kernel(self, X):
         self._resolve_kernel_from(X.shape[0], resolve_gamma(self.gamma, X))
 
@@ -156,6 +172,11 @@ class BaseKernelClassifier(BaseClassifier):
         Parameters
         ----------
         X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            An array of another array-API namespace (CuPy, PyTorch) under
+            ``sklearn.config_context(array_api_dispatch=True)`` is trained on where it lives
+            by the estimators that have an array-API form (``_array_api_support``;
+            :mod:`stochsvm.kernel.array_api_model`); the others refuse it with a
+            ``TypeError``.
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
             Multiplies ``C`` sample by sample (and by ``class_weight`` of its class).
@@ -164,6 +185,10 @@ class BaseKernelClassifier(BaseClassifier):
         -------
         self
         """
+        namespace = input_namespace(X)
+        if namespace is not None:
+            # X of an array-API namespace under dispatch (a GPU array): compute there
+            return fit_in_namespace(self, X, y, sample_weight, namespace)
         X, y = validate_training_data(self, X, y)
         self.classes_ = np.unique(y)
         check_at_least_two_classes(self.classes_)
@@ -220,8 +245,17 @@ class BaseKernelClassifier(BaseClassifier):
         in float64, the chunks on every core the process may use
         (:func:`stochsvm._core.threads.fit_threads`); a model fitted on float32 data gives float32 values on float32 ``X``
         (float64 on float64 ``X``, the promoted type).
+
+        ``X`` of an array-API namespace (a CuPy array, a PyTorch tensor) under
+        ``sklearn.config_context(array_api_dispatch=True)`` gives the values as an array of
+        that namespace, computed on its device (:mod:`stochsvm.kernel.array_api_model`; a
+        model fitted on NumPy moves its arrays there); a model fitted on such arrays needs
+        such ``X``.
         """
         check_is_fitted(self, "dual_coef_")
+        where = prediction_namespace(self, X, "decision_function")
+        if where is not None:
+            return decision_function_in_namespace(self, X, *where)
         X = validate_prediction_data(self, X)
         scores = np.zeros((X.shape[0], self.dual_coef_.shape[0]), dtype=self._output_dtype(X))
         if len(self.support_):
@@ -267,6 +301,9 @@ class BaseKernelClassifier(BaseClassifier):
         float
         """
         check_is_fitted(self, "dual_coef_")
+        where = prediction_namespace(self, X, "objective")
+        if where is not None:
+            return objective_in_namespace(self, X, y, sample_weight, *where)
         X = validate_prediction_data(self, X)
         y = np.asarray(y)
         weights = check_sample_weight(sample_weight, X.shape[0])

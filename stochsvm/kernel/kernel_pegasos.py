@@ -125,6 +125,12 @@ class KernelPegasosSVC(BaseKernelClassifier):
     #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
     _paper = "Shalev-Shwartz et al. 2011, Pegasos with kernels (SCS paper baseline)"
     _aliases = ("kernel-pegasos",)
+    #: the TypeError of array-API input (one draw depends on the last: a host loop)
+    _array_api_alternative = (
+        "Its steps are sequential (each draw reads the coefficients the last one wrote), a "
+        "compiled loop on the host. On a GPU train SCSKernelSVC, which computes on the "
+        "device of X, or pass X as a NumPy array (X.cpu().numpy() for a PyTorch tensor, "
+        "cupy.asnumpy(X) for CuPy).")
 
     _parameter_constraints = {
         "max_iter": [Interval(Integral, 1, None, closed="left")],

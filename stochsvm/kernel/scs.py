@@ -210,6 +210,12 @@ Implementation choices (each one stated where the paper leaves room)
   threads slowed them on the benchmark machine). The work is split by the data, not
   by the thread count: the model is the same bit for bit on one thread or many (with BLAS
   pinned alike; BLAS's own threads may change the rounding of its products).
+* **GPU (array API).** Inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy
+  array or a PyTorch tensor (any array-API namespace) is trained on its device with adaptive
+  sampling: the same steps written in the standard's operations
+  (:mod:`stochsvm.kernel.scs_array_api`, :mod:`stochsvm.kernel.scs_array_api_iterations`),
+  the random permutation drawn on the host from the same ``random_state``, so the model is
+  this one to rounding; ``sampling="every_iteration"`` has no such form and is refused.
 """
 
 from __future__ import annotations
@@ -220,8 +226,10 @@ from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
+from array_api_compat import device as array_device
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.array_api import namespace_of, to_namespace
 from .._core.monitor import TrainingMonitor
 from .._core.probability import HeldOutValues
 from .._core.state import ArrayField, IntField
@@ -229,6 +237,7 @@ from .._core.threads import fit_threads, using_threads
 from ._base import BaseKernelClassifier, check_gram_budget
 from .row_sources import InMemoryRows, is_row_source
 from .scs_adaptive import CALIBRATION_POINTS, MINIMUM_HELD_OUT, fit_adaptive
+from .scs_array_api import fit_adaptive_in_namespace
 from .scs_every_iteration import fit_every_iteration
 
 __all__ = ["SCSKernelSVC", "SCSSettings"]
@@ -476,6 +485,10 @@ class SCSKernelSVC(BaseKernelClassifier):
 
     _calibrates_on_dask = True
 
+    #: under ``sklearn.config_context(array_api_dispatch=True)`` an array of another
+    #: namespace (CuPy, PyTorch) is trained on its device (:mod:`stochsvm.kernel.scs_array_api`)
+    _array_api_support = True
+
     _parameter_constraints = {
         "initial_samples": [Interval(Integral, 1, None, closed="left")],
         "samples_per_iter": [Interval(Integral, 1, None, closed="left")],
@@ -634,6 +647,26 @@ class SCSKernelSVC(BaseKernelClassifier):
             return fit_every_iteration(settings, kernel, X, signs, weights, rng, index,
                                        monitor)
 
+    def _check_array_api_parameters(self):
+        """The array-API form is the adaptive schedule: refuse the printed one."""
+        if self.sampling != "adaptive":
+            raise TypeError(
+                f"SCSKernelSVC(sampling={self.sampling!r}) has no array-API form: the schedule "
+                "printed in Alg. 1 runs on NumPy arrays only. Use sampling='adaptive' (the "
+                "default) to train on the device of X, or pass X as a NumPy array.")
+
+    def _fit_binary_in_namespace(self, settings, X, signs, weights, rng, index, namespace):
+        """One binary problem on the device of ``X`` (adaptive sampling,
+        :mod:`stochsvm.kernel.scs_array_api`): ``(host positions of S_k, coefficients over
+        S_k, history, iterations, extras)``."""
+        monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                  label=f"SCSKernelSVC[{index}] ")
+        kernel = partial(self._kernel_values_in_namespace, namespace=namespace)
+        kernel_on_the_fly = partial(self._kernel_values_in_namespace, namespace=namespace,
+                                    dtype="float64")
+        return fit_adaptive_in_namespace(settings, kernel, kernel_on_the_fly, X, signs,
+                                         weights, rng, index, monitor, namespace)
+
     def fit(self, X, y, sample_weight=None):
         """Fit by Alg. 1 (one binary problem, or one per class for more than two classes).
 
@@ -643,7 +676,12 @@ class SCSKernelSVC(BaseKernelClassifier):
             A dask array (or DataFrame) is trained on where its row blocks live, with
             adaptive sampling: only the rows the samples :math:`S_k` and :math:`T_k` draw
             travel to the client, and the model is the in-memory model for the same
-            ``random_state`` (:mod:`stochsvm.distributed.kernel`).
+            ``random_state`` (:mod:`stochsvm.distributed.kernel`). A CuPy array or a
+            PyTorch tensor (any array-API namespace) inside
+            ``sklearn.config_context(array_api_dispatch=True)`` is trained on its device
+            with adaptive sampling (:mod:`stochsvm.kernel.scs_array_api`): the fitted
+            arrays live there, and the model is the NumPy model for the same
+            ``random_state`` to rounding.
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
             Multiplies ``C`` sample by sample.
@@ -657,6 +695,10 @@ class SCSKernelSVC(BaseKernelClassifier):
             # the in-memory fit calibrates at its end; the dask fit here, from T_k
             self._calibrate(None, None, None)
         self.sample_size_ = np.asarray([extra["sample_size"] for extra in self._problem_extras])
+        namespace = namespace_of(self.dual_coef_)
+        if namespace is not None:  # fitted on the device: every fitted array lives there
+            self.sample_size_ = to_namespace(self.sample_size_, namespace,
+                                             array_device(self.dual_coef_))
         self.sample_capacity_ = int(self._problem_extras[0]["sample_capacity"])
         del self._problem_extras
         return self
@@ -677,10 +719,10 @@ class SCSKernelSVC(BaseKernelClassifier):
                                   np.where(y[part["indices"]] == label, 1.0, -1.0),
                                   weights[part["indices"]], part["indices"])
                     for part, label in zip(held_out, self._positive_labels())]
-        if X is None:
+        if X is None or namespace_of(X) is not None:
             raise ValueError(
-                f"SCSKernelSVC(probability=True) on dask input calibrates on the points "
-                f"outside S_k, and fewer than {MINIMUM_HELD_OUT} were left: S_k holds nearly "
-                "every sample. Fit in memory (cross-validated calibration) or lower "
-                "max_samples.")
+                f"SCSKernelSVC(probability=True) on dask input or on a device array "
+                f"calibrates on the points outside S_k, and fewer than {MINIMUM_HELD_OUT} "
+                "were left: S_k holds nearly every sample. Fit NumPy arrays in memory "
+                "(cross-validated calibration) or lower max_samples.")
         return super()._held_out_values(X, y, sample_weight)

@@ -60,7 +60,7 @@ from .scs_iterations import (
 
 __all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "fit_adaptive", "grow",
            "held_out_values", "problem_result", "streamed_scores", "test_size",
-           "validation_scores", "validation_test"]
+           "validation_scores", "validation_test", "warn_about_problem"]
 
 #: the most multiply-adds of Q^k a chunk of compiled iterations may do (an iteration reads
 #: at most |S_k|^2 entries): about 0.05 s, so that a fit stops within a fraction of a second
@@ -288,6 +288,18 @@ def problem_result(settings, index, n, order, a, size, capacity, iteration, acce
                    converged, stalled, monitor, norm, delta, scale, value):
     """Warn about a fit that took no step or stopped at ``max_iter``, and return
     ``(coefficients over all n samples, history, iterations, extras)``."""
+    warn_about_problem(settings, index, n, size, capacity, iteration, accepted_steps,
+                       converged, stalled, monitor, norm, delta, scale, value)
+    coefficients = np.zeros(n)
+    coefficients[order[:size]] = a[:size]
+    return (coefficients, monitor.history, iteration,
+            {"sample_size": size, "sample_capacity": capacity})
+
+
+def warn_about_problem(settings, index, n, size, capacity, iteration, accepted_steps,
+                       converged, stalled, monitor, norm, delta, scale, value):
+    """``ConvergenceWarning`` for a binary problem that accepted no step (a zero model) or
+    stopped at ``max_iter`` before the stopping rule held."""
     limited = (" The sample reached max_samples="
                f"{settings.max_samples}." if size == capacity and capacity < n else "")
     if accepted_steps == 0 and monitor.stopped_by is None:
@@ -302,10 +314,6 @@ def problem_result(settings, index, n, order, a, size, capacity, iteration, acce
             f"{delta / scale:.3g} (delta_min={settings.delta_min:g}), in units of the first "
             f"step length; f_k = {value:.6g}, |S_k|={size}.{limited} Large C needs more "
             "iterations: raise max_iter (or tol).", ConvergenceWarning)
-    coefficients = np.zeros(n)
-    coefficients[order[:size]] = a[:size]
-    return (coefficients, monitor.history, iteration,
-            {"sample_size": size, "sample_capacity": capacity})
 
 
 def test_size(settings, size, capacity):

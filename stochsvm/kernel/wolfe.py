@@ -119,6 +119,11 @@ class WolfeKernelSVC(BaseKernelClassifier):
     #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
     _paper = "Wolfe 1975, Conjugate subgradients on the full sample (SCS paper baseline)"
     _aliases = ("wolfe",)
+    #: the TypeError of array-API input (the method is an exact reference for small n)
+    _array_api_alternative = (
+        "WolfeKernelSVC is the exact reference of the SCS paper for small n, on the host. "
+        "On a GPU train SCSKernelSVC, which computes on the device of X, or pass X as a "
+        "NumPy array (X.cpu().numpy() for a PyTorch tensor, cupy.asnumpy(X) for CuPy).")
 
     _dask_refusal = ("{name} is an exact small-n reference: it keeps the full kernel matrix "
                      "(8 n^2 bytes) in memory under max_memory_mb (default 2048 MB, about "
