@@ -113,7 +113,8 @@ def test_minimizing_step_minimizes_the_sampled_term():
 
 
 def test_resolve_anchor_count():
-    assert resolve_anchor_count(None, 456, 5, 10_000) == 456 * 5 // 8
+    assert resolve_anchor_count(None, 400, 5, 10_000) == 400 * 5 // 8
+    assert resolve_anchor_count(None, 20_000, 5, 10**6) == 256
     assert resolve_anchor_count(None, 4, 5, 10_000) == 5
     assert resolve_anchor_count(300, 456, 5, 100) == 100
     assert resolve_anchor_count(40, 456, 5, 10_000) == 40

@@ -58,6 +58,10 @@ __all__ = ["ManifoldGraph", "SampledLaplacian", "build_manifold_graph",
 #: (labeled plus unlabeled rows, ``n_neighbors`` ties each): the ratio estimate of an anchor
 #: mean averages about this many outputs
 MEMBERS_PER_ANCHOR = 8
+#: the most anchors of the default: the k-means on ``ROWS_PER_CLUSTER`` rows per anchor stays
+#: near a second, and a batch of a large fit (n / 64 rows) has far more than
+#: ``MEMBERS_PER_ANCHOR`` members per anchor
+MAXIMUM_ANCHORS = 256
 #: numbers of a k-means sample of CSR rows below which it is made dense (256 MiB)
 DENSE_SAMPLE_NUMBERS = 2 ** 25
 #: the bandwidth of the anchor weights: LapSVM's (the exact reference) choice
@@ -67,10 +71,11 @@ BANDWIDTH = "nearest_distance"
 def resolve_anchor_count(n_anchors, batch_rows, n_neighbors, n_unlabeled):
     r"""The anchors of a fit: ``n_anchors``, or for ``None``
     :math:`\lfloor b k / \text{MEMBERS\_PER\_ANCHOR} \rfloor` for ``b`` rows sampled per
-    iteration and ``k`` = ``n_neighbors`` (at least ``n_neighbors``), and never more than the
-    unlabeled samples."""
+    iteration and ``k`` = ``n_neighbors`` (at least ``n_neighbors``, at most
+    :data:`MAXIMUM_ANCHORS`), and never more than the unlabeled samples."""
     if n_anchors is None:
-        n_anchors = max(n_neighbors, batch_rows * n_neighbors // MEMBERS_PER_ANCHOR)
+        n_anchors = min(MAXIMUM_ANCHORS,
+                        max(n_neighbors, batch_rows * n_neighbors // MEMBERS_PER_ANCHOR))
     return int(max(1, min(n_anchors, n_unlabeled)))
 
 
