@@ -24,12 +24,14 @@ loops loaded from the cache) and is not timed.
 Speed (the full run): at ``n >= 20000`` the default TSGS3VM's median fit time against
 ``LabelSpreading``'s (target: 10x faster), and one pass over ``10^6 x 28`` generated data
 (:func:`stochsvm.bench.data.generated_clusters`, 200 labels, the rest unlabeled; ``2 x 10^5``
-in the quick run) in a forked process: fit seconds (target: under 2 minutes) and the resident
-memory the fit adds to the data at its peak (target: at most 1 GB), for the default and for
-``safe_folds=None``.
+in the quick run) in a forked process: fit seconds (target: under 30 s; and one pass over
+``10^7 x 20`` in the full run, target under 2 minutes) and the resident memory the fit adds
+to the data at its peak (target: at most 1 GB), for the default and for ``safe_folds=None``.
 
-Targets: TSGS3VM's median >= SVC's on every set; within 0.5 point of the exact S3VM
-where it runs; >= LabelSpreading - 0.5 point on most sets; the speed targets above.
+Targets: TSGS3VM's median >= SVC's on every set; where ``LabelSpreading`` beats ``SVC`` on the
+labels by a point or more, the default within 0.5 point of the better of ``LabelSpreading``
+and the exact ``LapSVM``; the unchecked manifold term within 0.5 point of ``LapSVM`` at the
+same ``C`` and ``manifold_weight`` (the solver gap); the speed targets above.
 
 Run::
 
@@ -78,7 +80,9 @@ METHODS = (DEFAULT, UNCHECKED, MANIFOLD, "SVC (labeled only)", "LabelSpreading",
 # the speed targets of the issue
 SPEED_SIZE = 20000
 SPEED_FACTOR = 10.0
-PASS_SECONDS = 120.0
+#: one pass of the default over 10^6 x 28 (and over 10^7 x 20, the second limit)
+PASS_SECONDS = 30.0
+PASS_SECONDS_10_MILLION = 120.0
 PASS_MEMORY_BYTES = 2 ** 30
 #: the largest training set of the exact LapSVM (two (n + 1)^2 float64 matrices)
 LAPSVM_LIMIT = 3000
@@ -421,14 +425,16 @@ def markdown(report):
                 lines.append(f"- One pass, {name}: failed ({str(run)[:200]}).")
                 continue
             added = run.get("peak_memory_bytes")
-            seconds_ok = run["seconds"] < PASS_SECONDS
+            limit = (PASS_SECONDS if large is report.get("one_pass")
+                     else PASS_SECONDS_10_MILLION)
+            seconds_ok = run["seconds"] < limit
             memory_ok = added is not None and added <= PASS_MEMORY_BYTES
-            target = name == DEFAULT and large is report.get("one_pass")
+            target = name == DEFAULT
             lines.append(
                 f"- {'**One pass over ' if target else 'One pass over '}"
                 f"{large['n']:,} x {large['d']}{'**' if target else ''} (generated clusters, "
                 f"200 labels; {name}): {run['seconds']:.1f} s"
-                + (f" ({_mark(seconds_ok)}: under {PASS_SECONDS:.0f} s)" if target else "")
+                + (f" ({_mark(seconds_ok)}: under {limit:.0f} s)" if target else "")
                 + ", the fit added "
                 f"{'?' if added is None else f'{added / 2 ** 20:.0f} MiB'} to the "
                 f"{large['data_bytes'] / 2 ** 20:.0f} MiB of data at its peak"
