@@ -9,6 +9,7 @@ from sklearn.datasets import make_blobs, make_moons
 import stochsvm
 from stochsvm import io, registry
 from stochsvm.distributed import TRAINERS
+from stochsvm._core.anchors import KMEANS_SAMPLE_SIZE
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("dask.distributed")
@@ -96,11 +97,13 @@ def test_history_counts_rounds_rows_and_bytes(client):
     assert rounds == sorted(rounds)
     assert all(record["partitions"] == 8 for record in model.history_)
     last = model.history_[-1]
-    # validation pass, labeled rows, 24 iterations in rounds of 8, the final intercept's rows
-    assert last["rounds"] == 2 + 3 + 1
+    # validation pass, labeled rows, the k-means sample of the manifold term's anchors,
+    # 24 iterations in rounds of 8, the final intercept's rows
+    assert last["rounds"] == 2 + 1 + 3 + 1
     n_unlabeled = int(np.sum(y_semi == -1))
-    sampled = 24 * 32 + min(n_unlabeled, 4096)
-    assert 40 + 24 * 32 <= last["rows_moved"] <= 40 + sampled
+    anchor_sample = min(n_unlabeled, KMEANS_SAMPLE_SIZE)
+    sampled = 24 * 32 + min(n_unlabeled, 4096) + anchor_sample
+    assert 40 + 24 * 32 + anchor_sample <= last["rows_moved"] <= 40 + sampled
     assert last["bytes_moved"] >= 8 * 2 * last["rows_moved"]
 
 
@@ -117,13 +120,17 @@ def test_only_sampled_rows_travel_and_nothing_is_gathered(client, monkeypatch):
     monkeypatch.setattr(da.Array, "compute", refuse)
     monkeypatch.setattr(da.Array, "__array__", refuse)
     # balance=False: no final intercept from 4096 unlabeled rows
-    model = _estimator("TSGS3VM", max_iter=8, unlabeled_batch_size=50, balance=False).fit(
-        X_dask, y_dask)
+    model = _estimator("TSGS3VM", max_iter=8, unlabeled_batch_size=50, balance=False,
+                       manifold_weight=0.0).fit(X_dask, y_dask)
+    # the manifold term moves one sample of rows more, for the k-means of its anchors
+    with_graph = _estimator("TSGS3VM", max_iter=8, unlabeled_batch_size=50, balance=False,
+                            manifold_weight=0.1).fit(X_dask, y_dask)
     monkeypatch.undo()
     last = model.history_[-1]
     assert last["rows_moved"] == 20 + 8 * 50  # the labeled rows and the sampled rows
     assert last["bytes_moved"] < 0.1 * X.nbytes
     assert model.score(X, y) >= 0.9
+    assert with_graph.history_[-1]["rows_moved"] == 20 + 8 * 50 + KMEANS_SAMPLE_SIZE
 
 
 @pytest.mark.parametrize("name", SEMI_TRAINERS)
