@@ -18,8 +18,9 @@ def _rows(X):
 # SADMM (stochsvm/linear/sadmm.py), eq. (12) of the SADMM paper
 # ======================================================================================
 def sadmm_twin(X, y, weights, orders, rhos, alpha, l1_ratio, fit_intercept=True,
-               average_start=0):
-    """SADMM passes ``orders[k]`` with penalty parameter ``rhos[k]``.
+               average_start=0, intercept_scaling=1.0):
+    """SADMM passes ``orders[k]`` with penalty parameter ``rhos[k]``; the intercept is the
+    coefficient ``v`` of a constant feature of value ``intercept_scaling`` (``b = c v``).
 
     Returns ``(z_last, mu_last, intercept_last, z_average, w_average, intercept_average)``;
     ``average_start=None`` averages nothing (the averages are returned as zeros).
@@ -37,7 +38,7 @@ def sadmm_twin(X, y, weights, orders, rhos, alpha, l1_ratio, fit_intercept=True,
         strength = alpha / rho
         for i in order:
             x, label, weight = rows[i], y[i], weights[i]
-            norm_squared = x @ x + (1.0 if fit_intercept else 0.0)
+            norm_squared = x @ x + (intercept_scaling ** 2 if fit_intercept else 0.0)
             inner = (z - mu / rho) @ x + intercept
             beta = 0.0
             if norm_squared > 0:
@@ -49,7 +50,8 @@ def sadmm_twin(X, y, weights, orders, rhos, alpha, l1_ratio, fit_intercept=True,
             )
             mu = mu + rho * (w - z)
             if fit_intercept:
-                intercept += beta * label / rho
+                # v += (beta y / rho) c, so b = c v moves by c^2 beta y / rho
+                intercept += intercept_scaling ** 2 * beta * label / rho
             step += 1
             if average_start is not None and step > average_start:
                 z_sum += z
