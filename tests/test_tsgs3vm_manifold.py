@@ -17,6 +17,7 @@ from stochsvm.datasets import make_semi_supervised
 from stochsvm.semi.manifold import (
     SampledLaplacian,
     build_manifold_graph,
+    labeled_share,
     resolve_anchor_count,
 )
 from stochsvm.semi.safe_selection import best_candidate, candidate_terms
@@ -120,6 +121,15 @@ def test_resolve_anchor_count():
     assert resolve_anchor_count(40, 456, 5, 10_000) == 40
 
 
+def test_labeled_share_scales_the_graph_term():
+    from stochsvm.semi._base import SampleWeights
+
+    assert labeled_share(2.0, None, 20, 180) == pytest.approx(0.2)
+    assert labeled_share(2.0, None, 20, 180, subset=np.arange(10)) == pytest.approx(0.1)
+    weights = SampleWeights(labeled=np.full(20, 2.0), unlabeled=np.ones(180))
+    assert labeled_share(1.0, weights, 20, 180) == pytest.approx(40 / 220)
+
+
 def test_candidates_and_selection():
     assert [name for name, _, _ in candidate_terms(True, 0.0)] == ["unlabeled_loss"]
     assert [name for name, _, _ in candidate_terms(False, 0.5)] == ["manifold"]
@@ -143,7 +153,8 @@ def test_manifold_term_gains_where_the_classes_follow_the_graph():
     X, y, y_semi = _moons()
     kwargs = dict(random_state=0, safe_folds=None, C_star=0, gamma=1.0)
     without = TSGS3VM(manifold_weight=0.0, **kwargs).fit(X, y_semi).score(X, y)
-    with_term = TSGS3VM(manifold_weight=3.0, **kwargs).fit(X, y_semi).score(X, y)
+    # TSGS3VM weighs f'Lf by C gamma_M n_l / n, LapSVM by C gamma_I: 180 x 10 / 600 = 3
+    with_term = TSGS3VM(manifold_weight=180.0, **kwargs).fit(X, y_semi).score(X, y)
     assert with_term > without + 0.03
     exact = LapSVM(C=1.0, gamma=1.0, manifold_weight=3.0, random_state=0).fit(X, y_semi)
     exact_without = LapSVM(C=1.0, gamma=1.0, manifold_weight=0.0, random_state=0).fit(

@@ -17,8 +17,9 @@ an estimator cannot compute with:
 * :func:`prediction_namespace` resolves where a prediction is computed when the model and
   ``X`` may live in different places;
 * :func:`to_numpy`, :func:`to_namespace` and :func:`host_floats` move arrays and scalars
-  between the host and the device; :func:`numpy_state` turns a model's fitted state into host
-  arrays (what model files hold).
+  between the host and the device, :func:`take_rows` gathers rows where they live;
+  :func:`numpy_state` turns a model's fitted state into host arrays (what model files
+  hold).
 
 Random numbers are never drawn on the device: samples and random frequencies are drawn on
 the host with NumPy from the same seeds as the NumPy path, then moved, so that the model of
@@ -43,13 +44,14 @@ import sklearn
 __all__ = ["ARRAY_API_ALTERNATIVE", "array_api_dispatch", "check_float64_support",
            "host_floats", "input_namespace", "model_namespace", "namespace_of", "numpy_state",
            "numpy_through_array_api", "predicted_labels", "prediction_namespace",
-           "refuse_array_api_input", "to_namespace", "to_numpy"]
+           "refuse_array_api_input", "take_rows", "to_namespace", "to_numpy"]
 
 #: what an estimator without an array-API form proposes instead (the end of its ``TypeError``)
 ARRAY_API_ALTERNATIVE = (
     "Pass X as a NumPy array (X.cpu().numpy() for a PyTorch tensor, cupy.asnumpy(X) for "
     "CuPy), or use an estimator with an array-API form, which computes on the device of its "
-    "input: SCSKernelSVC (kernel SVM) or RandomFourierFeatures.")
+    "input: SCSKernelSVC (kernel SVM), TSGS3VM or FRS3VM (semi-supervised SVMs) or "
+    "RandomFourierFeatures.")
 
 # NumPy input takes the array-API path inside numpy_through_array_api() (per thread)
 _SETTINGS = threading.local()
@@ -183,15 +185,50 @@ def host_floats(namespace, *values):
     return tuple(float(value) for value in to_numpy(stacked).tolist())
 
 
+def _first_array_of_another_namespace(value, depth=0):
+    """An array of another namespace than NumPy in ``value``: itself, a value of a dict, or
+    one in the first item of a list or tuple (the items of a fitted list, such as one model
+    per binary problem, live in one place), two levels deep at most; else ``None``. A long
+    list (a training history) costs one item."""
+    if namespace_of(value) is not None:
+        return value
+    if depth >= 2:
+        return None
+    if isinstance(value, dict):
+        items = value.values()
+    elif isinstance(value, (list, tuple)):
+        items = value[:1]
+    else:
+        return None
+    for item in items:
+        found = _first_array_of_another_namespace(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
 def model_namespace(estimator):
     """``(namespace, device)`` of the fitted arrays of ``estimator`` (its public attributes
-    ending in ``_``) when they are arrays of another namespace than NumPy, else ``None``."""
+    ending in ``_``, and the arrays inside those that are lists of dicts, such as the
+    ``binary_models_`` of the semi-supervised estimators) when they are arrays of another
+    namespace than NumPy, else ``None``."""
     for name, value in vars(estimator).items():
         if name.endswith("_") and not name.startswith("_"):
-            namespace = namespace_of(value)
-            if namespace is not None:
-                return namespace, array_api_compat.device(value)
+            found = _first_array_of_another_namespace(value)
+            if found is not None:
+                return namespace_of(found), array_api_compat.device(found)
     return None
+
+
+def take_rows(X, indices):
+    """The rows ``indices`` (host integers) of ``X``: ``X[indices]`` for NumPy arrays and
+    sparse matrices, :func:`take` on the device of an array of another namespace."""
+    namespace = namespace_of(X)
+    if namespace is None:
+        return X[indices]
+    device = array_api_compat.device(X)
+    return namespace.take(X, namespace.asarray(np.asarray(indices, dtype=np.int64),
+                                               device=device), axis=0)
 
 
 def prediction_namespace(estimator, X, method):

@@ -66,6 +66,8 @@ from scipy.special import expit, log_softmax, logsumexp, softmax
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
 
+from .array_api import take_rows, to_numpy
+
 __all__ = ["MULTICLASS_PROBABILITIES", "MAXIMUM_JOINT_SAMPLES", "MINIMUM_JOINT_SAMPLES",
            "HeldOutValues",
            "class_log_probabilities", "class_probabilities", "fit_joint_sigmoids",
@@ -617,7 +619,9 @@ def held_out_decision_values(estimator, X, y, sample_weight, positive_labels, n_
             # a copy's convergence is the fit's own; its warnings would repeat the fit's
             warnings.simplefilter("ignore")
             model = clone(copy).fit(fit_X, fit_y, **fit_params)
-        scores = np.asarray(model.decision_function(X[test]), dtype=np.float64)
+        # the held-out rows gathered where X lives; their values come to the host
+        scores = np.asarray(to_numpy(model.decision_function(take_rows(X, test))),
+                            dtype=np.float64)
         values[test] = _as_problem_columns(scores)
         held_out[test] = True
     weights = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight)

@@ -78,6 +78,18 @@ iterations are fetched ahead (in rounds) from the row blocks that hold them.
 For more than two labeled classes one binary problem per class is solved (class against the
 rest, the unlabeled samples shared); ``binary_models_[k]`` belongs to ``classes_[k]``. For two
 classes there is one problem, with ``classes_[1]`` as the positive class.
+
+A subclass with an array-API form (the class attribute ``_array_api_support = True``) is
+fitted on an array of another namespace (a CuPy array, a PyTorch tensor) under
+``sklearn.config_context(array_api_dispatch=True)`` on its device
+(:mod:`stochsvm.semi.array_api_model`), and defines
+``_fit_binary_in_namespace(settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
+weights, namespace)`` (``_fit_binary`` with ``X_labeled`` an array of the namespace and
+``X_unlabeled`` a :class:`~stochsvm.semi.array_api_operations.NamespaceRows`; the state's
+arrays are arrays of the namespace), ``_decision_binary_in_namespace(X, state, namespace,
+device)`` and ``_squared_norm_binary_in_namespace(state, namespace, device)`` (for a state
+of host or device arrays), and may refuse the parameters it has no array-API form for in
+``_check_array_api_parameters``.
 """
 
 from __future__ import annotations
@@ -89,9 +101,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._core.array_api import input_namespace, namespace_of, prediction_namespace, to_numpy
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.sampling import problem_seeds
-from .._core.kernels import resolve_gamma
+from .._core.kernels import resolve_gamma, resolve_gamma_in_namespace
 from .._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES, get_unlabeled_loss
 from .._core.state import BoolField, FloatField, LibraryField, ListField
 from .._core.validation import (
@@ -101,6 +114,11 @@ from .._core.validation import (
     split_semi_supervised_labels,
     validate_prediction_data,
     validate_training_data,
+)
+from .array_api_model import (
+    decision_function_in_namespace,
+    fit_in_namespace,
+    objective_in_namespace,
 )
 
 __all__ = ["BALANCE_AUTO_LABELS", "BaseSemiSupervisedClassifier", "RowSubset",
@@ -130,10 +148,15 @@ UNLABELED = -1
 
 def resolve_semi_supervised_gamma(gamma, X):
     """Resolve a kernel width (checked by ``_parameter_constraints``): ``"scale"`` ->
-    ``1 / (n_features X.var())`` as in :class:`sklearn.svm.SVC` (1.0 when the variance is 0),
+    ``1 / (n_features X.var())`` as in :class:`sklearn.svm.SVC` (1.0 when the variance is 0;
+    summed on the device for an ``X`` of another array-API namespace),
     ``"auto"`` -> ``1 / n_features``, a positive number as a float."""
     if isinstance(gamma, str):
-        return resolve_gamma(None, X) if gamma == "scale" else 1.0 / X.shape[1]
+        if gamma != "scale":
+            return 1.0 / X.shape[1]
+        namespace = namespace_of(X)
+        return (resolve_gamma(None, X) if namespace is None
+                else resolve_gamma_in_namespace(None, X, namespace))
     return float(gamma)
 
 
@@ -282,6 +305,11 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         -------
         self
         """
+        if self._array_api_support:
+            namespace = input_namespace(X)
+            if namespace is not None:
+                # X of an array-API namespace under dispatch (a GPU array): computed there
+                return fit_in_namespace(self, X, y, sample_weight, namespace)
         X, y = validate_training_data(self, X, y, check_targets=False)
         labeled_mask, classes = split_semi_supervised_labels(y, UNLABELED)
         self.classes_ = classes
@@ -328,18 +356,24 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         (see the module docstring); ``None`` by default."""
         return None
 
+    def _check_array_api_parameters(self):
+        """Refuse, with a ``TypeError`` naming the alternative, the parameters that have no
+        array-API form (called when a fit runs in an array-API namespace); none by
+        default."""
+
     def _class_factors(self, y_labeled):
         """``class_weight`` of each labeled sample's class (``None`` without class
         weights); ``"balanced"`` from the labels ``y_labeled``."""
         class_weight = getattr(self, "class_weight", None)
         if class_weight is None:
             return None
-        if not np.all(np.isin(y_labeled, self.classes_)):
-            unknown = np.setdiff1d(y_labeled, self.classes_)
+        classes = to_numpy(self.classes_)  # on the host for a model fitted on a device
+        if not np.all(np.isin(y_labeled, classes)):
+            unknown = np.setdiff1d(y_labeled, classes)
             raise ValueError(f"y holds labels {unknown.tolist()!r} that are not among the "
-                             f"fitted classes {self.classes_.tolist()!r}.")
-        per_class = resolve_class_weights(class_weight, self.classes_, y_labeled)
-        return per_class[np.searchsorted(self.classes_, y_labeled)]
+                             f"fitted classes {classes.tolist()!r}.")
+        per_class = resolve_class_weights(class_weight, classes, y_labeled)
+        return per_class[np.searchsorted(classes, y_labeled)]
 
     def _sample_weights(self, y, labeled_mask, sample_weight):
         """The weight of every sample (``sample_weight`` times ``class_weight`` of a labeled
@@ -377,8 +411,15 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes (positive means
         ``classes_[1]``), (n_samples, n_classes) for more. A model fitted on float32 data
-        gives float32 values on float32 ``X`` (float64 on float64 ``X``, the promoted type)."""
+        gives float32 values on float32 ``X`` (float64 on float64 ``X``, the promoted type).
+        An estimator with an array-API form gives, for ``X`` of another namespace under
+        ``sklearn.config_context(array_api_dispatch=True)``, an array of that namespace
+        computed on its device (:mod:`stochsvm.semi.array_api_model`)."""
         check_is_fitted(self, "binary_models_")
+        if self._array_api_support:
+            where = prediction_namespace(self, X, "decision_function")
+            if where is not None:
+                return decision_function_in_namespace(self, X, *where)
         X = validate_prediction_data(self, X)
         dtype = self._output_dtype(X)
         scores = np.column_stack(
@@ -429,6 +470,10 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         float
         """
         check_is_fitted(self, "binary_models_")
+        if self._array_api_support:
+            where = prediction_namespace(self, X, "objective")
+            if where is not None:
+                return objective_in_namespace(self, X, y, sample_weight, *where)
         X = validate_prediction_data(self, X)
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
+from array_api_compat import device as array_device
 from sklearn.utils._param_validation import Interval
 
+from .._core.array_api import to_namespace
 from .._core.kernels import resolve_kernel_dtype
 from .._core.losses import MARGIN_LOSSES
 from .._core.monitor import TrainingMonitor
@@ -30,6 +32,11 @@ from .._core.random_features import draw_seed, feature_block, transform_block
 from .._core.sampling import batch_schedule
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from ._base import BaseSemiSupervisedClassifier, weighted_mean
+from .frs3vm_array_api import (
+    decision_binary_in_namespace,
+    frs3vm_train_in_namespace,
+    squared_norm_binary_in_namespace,
+)
 from .stochastic_schedule import SCHEDULE_PARAMETER_CONSTRAINTS, resolve_stochastic_schedule
 
 __all__ = ["FRS3VM", "FRS3VMSettings", "frs3vm_train"]
@@ -235,6 +242,10 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     can cost accuracy against an ``SVC`` on the labels where the classes overlap
     (``benchmarks/BENCHMARKS.md``, section "TSGS3VM against supervised"). Compare with that
     baseline by cross-validation with :class:`~stochsvm.semi.model_selection.LabeledKFold`.
+
+    On a GPU: inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy array or a
+    PyTorch tensor is trained on its device (:mod:`stochsvm.semi.frs3vm_array_api`), with the
+    NumPy model's draws: the same model to rounding.
     """
 
     #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
@@ -246,6 +257,9 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     # dask input: the sampled rows are fetched from the row blocks that hold them
     # (stochsvm.distributed.semi)
     _distributed_training = "triply_stochastic"
+    # under sklearn.config_context(array_api_dispatch=True) an array of another namespace
+    # (CuPy, PyTorch) is trained on its device (stochsvm.semi.frs3vm_array_api)
+    _array_api_support = True
 
     _binary_model_field = DictField({
         "coef": ArrayField("float", ("n_components",)),
@@ -336,6 +350,35 @@ class FRS3VM(BaseSemiSupervisedClassifier):
         state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
                  "offset": offset, "dtype": settings.dtype.name}
         return state, history, n_iter
+
+    def _fit_binary_in_namespace(self, settings, X_labeled, y_signed, X_unlabeled, rng,
+                                 problem_index, weights, namespace):
+        """``_fit_binary`` on the device of ``X_labeled`` (:mod:`stochsvm.semi.
+        frs3vm_array_api`): the frequencies drawn on the host, as there, then moved."""
+        device = array_device(X_labeled)
+        seed = draw_seed(rng)
+        omega, offset = (to_namespace(values, namespace, device) for values in feature_block(
+            seed, 0, X_labeled.shape[1], settings.n_components, self._gamma, settings.kernel,
+            settings.dtype))
+        coef, intercept, history, n_iter = frs3vm_train_in_namespace(
+            X_labeled, y_signed, X_unlabeled, rng, omega=omega, offset=offset, C=self._C,
+            C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,
+            unlabeled_parameter=self._unlabeled_parameter,
+            labeled_batch=settings.labeled_batch, unlabeled_batch=settings.unlabeled_batch,
+            n_iterations=settings.n_iterations, step=settings.step, dtype=settings.dtype,
+            balance=self._balance, ramp_up=settings.ramp_up,
+            monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                    label=f"FRS3VM[{problem_index}] "),
+            record_every=settings.record_every, weights=weights, namespace=namespace)
+        state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
+                 "offset": offset, "dtype": settings.dtype.name}
+        return state, history, n_iter
+
+    def _decision_binary_in_namespace(self, X, state, namespace, device):
+        return decision_binary_in_namespace(X, state, namespace, device)
+
+    def _squared_norm_binary_in_namespace(self, state, namespace, device):
+        return squared_norm_binary_in_namespace(state, namespace, device)
 
     def _decision_binary(self, X, state):
         # float64 at prediction, so that a sample's score does not depend on its row position

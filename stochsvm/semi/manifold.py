@@ -50,8 +50,9 @@ from .._core.anchors import (
     sampled_laplacian_residuals,
     select_anchors,
 )
+from ._base import weight_total
 
-__all__ = ["ManifoldGraph", "SampledLaplacian", "build_manifold_graph",
+__all__ = ["ManifoldGraph", "SampledLaplacian", "build_manifold_graph", "labeled_share",
            "resolve_anchor_count", "MEMBERS_PER_ANCHOR"]
 
 #: sampled members per anchor that the default number of anchors keeps in a batch
@@ -79,6 +80,28 @@ def resolve_anchor_count(n_anchors, batch_rows, n_neighbors, n_unlabeled):
     return int(max(1, min(n_anchors, n_unlabeled)))
 
 
+def labeled_share(manifold_weight, weights, n_labeled, n_unlabeled, subset=None):
+    r"""The weight of :math:`f^\top L f` in the objective, per unit of ``C``:
+    :math:`\gamma_M\, n_l / n`, with :math:`n_l` the (weighted) labeled samples of the model
+    (``subset`` of them, for a fold of the supervised check) and :math:`n` all the nodes.
+
+    :math:`f^\top L f` sums over all :math:`n` samples and the labeled losses over
+    :math:`n_l`, so an unscaled :math:`\gamma_M` would let the graph term outweigh the labels
+    more and more as the unlabeled samples grow (at n = 20 000 and 200 labels
+    ``manifold_weight=0.1`` unscaled flattened :math:`f`: 0.64 against 0.82 without the
+    term on the generated clusters). The factor :math:`n_l / n` is that of the default
+    ``C_star`` (:math:`C n_l / n_u`, Section 6.1 of the TSGS3VM paper): ``manifold_weight``
+    weighs the mean variation along the graph against the mean labeled loss.
+    ``weights`` is a :class:`~stochsvm.semi._base.SampleWeights` or ``None``."""
+    labeled = None if weights is None else weights.labeled
+    unlabeled = None if weights is None else weights.unlabeled
+    labeled_total = weight_total(labeled, n_labeled)
+    model_total = labeled_total if subset is None else weight_total(
+        None if labeled is None else labeled[subset], len(subset))
+    nodes = labeled_total + weight_total(unlabeled, n_unlabeled)
+    return float(manifold_weight) * model_total / nodes if nodes > 0 else 0.0
+
+
 @dataclass
 class ManifoldGraph:
     r"""The anchor graph of one fit: the anchors and the labeled samples' rows of :math:`Z`.
@@ -102,7 +125,7 @@ class ManifoldGraph:
 
     def neighbors(self, X):
         """The rows of :math:`Z` of the samples ``X``: ``(index, weight)``."""
-        return anchor_weights(X, self.anchors, self.n_neighbors, BANDWIDTH)
+        return anchor_weights(X, self.anchors, self.n_neighbors, BANDWIDTH, search="compiled")
 
 
 def build_manifold_graph(X_labeled, X_unlabeled, n_anchors, n_neighbors, random_state):
@@ -123,8 +146,10 @@ def build_manifold_graph(X_labeled, X_unlabeled, n_anchors, n_neighbors, random_
     anchors = anchors.toarray() if sp.issparse(anchors) else np.asarray(anchors)
     anchors = np.ascontiguousarray(anchors, dtype=np.float64)
     n_neighbors = int(min(n_neighbors, anchors.shape[0]))
-    index, weight = anchor_weights(X_labeled, anchors, n_neighbors, BANDWIDTH)
-    return ManifoldGraph(anchors, n_neighbors, index, weight)
+    graph = ManifoldGraph(anchors, n_neighbors, np.zeros((0, n_neighbors), dtype=np.int64),
+                          np.zeros((0, n_neighbors)))
+    graph.labeled_index, graph.labeled_weight = graph.neighbors(X_labeled)
+    return graph
 
 
 class SampledLaplacian:

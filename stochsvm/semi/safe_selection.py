@@ -21,9 +21,11 @@ __all__ = [
     "MINIMUM_CHECKED_LABELS",
     "best_candidate",
     "candidate_terms",
+    "check_folds",
     "kernel_matrix",
     "supervised_state",
     "supervised_subset",
+    "too_few_labels",
     "unlabeled_term_passes",
 ]
 
@@ -107,6 +109,25 @@ def best_candidate(wins, losses):
         if statistic > best_statistic:
             best, best_statistic = candidate, statistic
     return best
+
+
+def too_few_labels(y_signed, safe_folds):
+    """True when the labels ``y_signed`` (+1 / -1) are too few for the supervised check:
+    fewer than :data:`MINIMUM_CHECKED_LABELS`, one class only, or a class with fewer than
+    ``safe_folds`` labels. The model is then the ``SVC`` on the labels."""
+    counts = np.unique(y_signed, return_counts=True)[1]
+    return bool(y_signed.shape[0] < MINIMUM_CHECKED_LABELS or counts.size < 2
+                or counts.min() < safe_folds)
+
+
+def check_folds(y_signed, safe_folds, rng):
+    """The ``safe_folds`` stratified folds of the labels of the supervised check, shuffled
+    with a seed drawn from ``rng``: a list of ``(train, held_out)`` host positions."""
+    from sklearn.model_selection import StratifiedKFold
+
+    folds = StratifiedKFold(safe_folds, shuffle=True,
+                            random_state=int(rng.randint(2 ** 31 - 1)))
+    return list(folds.split(np.zeros(len(y_signed)), y_signed))
 
 
 def supervised_subset(y_signed, seed):

@@ -50,14 +50,15 @@ from .._core.monitor import TrainingMonitor
 from .._core.random_features import RANDOM_FEATURE_KERNELS, draw_seed
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from ._base import BaseSemiSupervisedClassifier, weight_total
-from .manifold import build_manifold_graph, resolve_anchor_count
+from .manifold import build_manifold_graph, labeled_share, resolve_anchor_count
 from .safe_selection import (
-    MINIMUM_CHECKED_LABELS,
     best_candidate,
     candidate_terms,
+    check_folds,
     kernel_matrix,
     supervised_state,
     supervised_subset,
+    too_few_labels,
 )
 from .stochastic_schedule import (
     MAXIMUM_FEATURES_PER_ITERATION,
@@ -65,6 +66,11 @@ from .stochastic_schedule import (
     resolve_stochastic_schedule,
 )
 from .triply_stochastic import random_feature_scores, tsgs3vm_train, tsgs3vm_train_shared
+from .tsgs3vm_array_api import (
+    decision_binary_in_namespace,
+    fit_binary_in_namespace,
+    squared_norm_binary_in_namespace,
+)
 
 __all__ = ["TSGS3VM", "TSGS3VMSettings"]
 
@@ -274,20 +280,20 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         ``None`` always keeps the unlabeled term (Alg. 1 as printed). The model, the
         fallback included, depends only on ``random_state`` (the check draws its folds from
         it). Measurements in the Notes.
-    manifold_weight : float >= 0, default=0.1
-        :math:`\gamma_M`, the weight of the manifold term :math:`C\gamma_M f^\top L f`
-        (manifold regularization, as :class:`~stochsvm.semi.LapSVM`'s ``manifold_weight``),
-        with :math:`L` the reduced Laplacian of an anchor graph over all the samples, estimated
-        on each iteration's batches and carried by its new feature block
-        (:mod:`stochsvm.semi.manifold`; the step on the term stops at the minimum of the
-        batch's term along its gradient). ``0`` turns it off. With ``safe_folds`` the check
-        weighs the S3VM (``C_star``), the manifold term and both against the ``SVC`` on the
-        labels and keeps the best that wins; without it both terms train together. Measured
-        (``benchmarks/tsgs3vm_safe.py``, BENCHMARKS.md "TSGS3VM against supervised"): the
-        term alone at ``C=10, manifold_weight=0.1`` is within a few points of the exact
-        LapSVM, gains where the classes follow the graph (musk, vehicle bus+van vs rest)
-        and loses where they do not (dna: the classes are not neighborhoods of the 180
-        binary features).
+    manifold_weight : float >= 0, default=1.0
+        :math:`\gamma_M` of the manifold term :math:`C\gamma_M (n_l/n) f^\top L f`
+        (manifold regularization, LapSVM's graph term), with :math:`L` the reduced Laplacian
+        of an anchor graph over all :math:`n` samples, estimated on each iteration's batches
+        and carried by its new feature block (:mod:`stochsvm.semi.manifold`; the step on the
+        term stops at the minimum of the batch's term along its gradient). The factor
+        :math:`n_l/n` (:func:`~stochsvm.semi.manifold.labeled_share`, that of the default
+        ``C_star``) weighs the mean variation along the graph against the mean labeled loss,
+        so one value serves every ``n``. ``0`` turns the term off. With ``safe_folds`` the
+        check weighs the S3VM (``C_star``), the manifold term and both against the ``SVC``
+        on the labels and keeps the best that wins; without it both terms train together.
+        Measured (``benchmarks/tsgs3vm_safe.py``, BENCHMARKS.md "TSGS3VM against
+        supervised"): the term gains where the classes follow the graph and loses where they
+        do not (dna: the classes are not neighborhoods of the 180 binary features).
     n_anchors : int or None, default=None
         Anchors of the graph: k-means centers on a sample of the unlabeled rows, each
         replaced by its nearest sampled row. ``None`` keeps about 8 sampled members per
@@ -402,6 +408,12 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     supervised check shares that pass (10^7 x 20 in 51 s against 44 s without it, on one
     host). Cross-validate ``C_star`` (``0`` included) with
     :class:`~stochsvm.semi.model_selection.LabeledKFold` to tune the S3VM itself.
+
+    On a GPU: inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy array or a
+    PyTorch tensor is trained on its device (:mod:`stochsvm.semi.tsgs3vm_array_api`; the
+    check's ``SVC`` models train on the host, the fallback predicts on the device), with the
+    NumPy model's draws: the same model to rounding. ``feature_cache="regenerate"`` has no
+    array-API form there (a ``TypeError`` says so).
     """
 
     #: the registry entry (:mod:`stochsvm.registry`): the paper and the short names
@@ -413,6 +425,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     # dask input: the sampled rows are fetched from the row blocks that hold them
     # (stochsvm.distributed.semi)
     _distributed_training = "triply_stochastic"
+    # under sklearn.config_context(array_api_dispatch=True) an array of another namespace
+    # (CuPy, PyTorch) is trained on its device (stochsvm.semi.tsgs3vm_array_api)
+    _array_api_support = True
 
     _binary_model_field = DictField({
         "coefficients": ArrayField("float", ("n_coefficients",)),
@@ -446,7 +461,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                  step_schedule="decreasing", theta=1.0, max_iter=None, n_passes=1.0,
                  feature_cache="cached", n_jobs=None, random_state=None, feature_dtype="float32",
                  balance="auto", unlabeled_ramp_up=0.5, labeled_steps="auto", safe_folds=3,
-                 manifold_weight=0.1, n_anchors=None, n_neighbors=5, verbose=0,
+                 manifold_weight=1.0, n_anchors=None, n_neighbors=5, verbose=0,
                  callback=None, record_every=8, class_weight=None, probability=False):
         self.C = C
         self.C_star = C_star
@@ -482,10 +497,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     def _resolve_parameters(self, n_labeled, n_unlabeled, n_features):
         """The fit's :class:`TSGS3VMSettings`, after the rules between parameters (each
         parameter alone is checked by ``_parameter_constraints``)."""
-        if isinstance(self.feature_cache, (bool, np.bool_)):
-            cached = bool(self.feature_cache)
-        else:
-            cached = self.feature_cache == "cached"
+        cached = self._blocks_cached()
         if self.n_features_per_iter is None:
             block_size = min(math.ceil(math.sqrt(n_labeled + n_unlabeled)),
                              MAXIMUM_FEATURES_PER_ITERATION)
@@ -529,6 +541,43 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                 int(self.n_neighbors), n_unlabeled),
             n_neighbors=int(self.n_neighbors))
 
+    def _checked(self, settings, X_unlabeled):
+        """True when the supervised check runs: ``safe_folds`` is set, there are unlabeled
+        samples, and a semi-supervised term is on (``C_star > 0`` or ``manifold_weight > 0``)."""
+        return bool(settings.safe_folds is not None and X_unlabeled.shape[0] and (
+            self._C_star > 0 or settings.manifold_weight > 0))
+
+    def _blocks_cached(self):
+        """Whether ``feature_cache`` keeps the feature blocks (``"cached"`` or ``True``)."""
+        if isinstance(self.feature_cache, (bool, np.bool_)):
+            return bool(self.feature_cache)
+        return self.feature_cache == "cached"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # feature_cache="regenerate" has no array-API form (_check_array_api_parameters)
+        tags.array_api_support = self._array_api_support and self._blocks_cached()
+        return tags
+
+    def _check_array_api_parameters(self):
+        if not self._blocks_cached():
+            raise TypeError(
+                f"TSGS3VM(feature_cache={self.feature_cache!r}) draws every feature block "
+                "again on the host whenever the model is evaluated; on the device of X the "
+                "blocks are kept there (d T m numbers). Use feature_cache='cached', or pass X "
+                "as a NumPy array to keep the model at T m coefficients and one seed.")
+
+    def _fit_binary_in_namespace(self, settings, X_labeled, y_signed, X_unlabeled, rng,
+                                 problem_index, weights, namespace):
+        return fit_binary_in_namespace(self, settings, X_labeled, y_signed, X_unlabeled, rng,
+                                       problem_index, weights, namespace)
+
+    def _decision_binary_in_namespace(self, X, state, namespace, device):
+        return decision_binary_in_namespace(X, state, namespace, device)
+
+    def _squared_norm_binary_in_namespace(self, state, namespace, device):
+        return squared_norm_binary_in_namespace(state, namespace, device)
+
     def _graph(self, settings, X_labeled, X_unlabeled, seed):
         """The anchor graph of the manifold term (:mod:`stochsvm.semi.manifold`), or ``None``
         where the term is off; its k-means is seeded from the problem's ``seed``."""
@@ -551,29 +600,28 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             dtype=settings.dtype, balance=self._balance, ramp_up=settings.ramp_up,
             labeled_steps=settings.labeled_steps, monitor=monitor,
             record_every=settings.record_every, weights=weights,
-            manifold_weight=settings.manifold_weight,
+            manifold_weight=self._manifold_share(settings, weights, n_labeled,
+                                                 X_unlabeled.shape[0]),
             graph=self._graph(settings, X_labeled, X_unlabeled, seed))
+
+    @staticmethod
+    def _manifold_share(settings, weights, n_labeled, n_unlabeled):
+        """The manifold weight of a model on every label, per unit of ``C``
+        (:func:`~stochsvm.semi.manifold.labeled_share`)."""
+        return labeled_share(settings.manifold_weight, weights, n_labeled, n_unlabeled)
 
     def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
                     weights=None):
         seed = draw_seed(rng)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"TSGS3VM[{problem_index}] ")
-        if settings.safe_folds is not None and X_unlabeled.shape[0] and (
-                self._C_star > 0 or settings.manifold_weight > 0):
-            counts = np.unique(y_signed, return_counts=True)[1]
-            if (y_signed.shape[0] < MINIMUM_CHECKED_LABELS or counts.size < 2
-                    or counts.min() < settings.safe_folds):
+        if self._checked(settings, X_unlabeled):
+            if too_few_labels(y_signed, settings.safe_folds):
                 # too few labels for the check to tell a gain from noise: the SVC
                 return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor,
                                                  weights)
-            from sklearn.model_selection import StratifiedKFold
-
-            folds = StratifiedKFold(settings.safe_folds, shuffle=True,
-                                    random_state=int(rng.randint(2 ** 31 - 1)))
             return self._fit_checked(settings, X_labeled, y_signed, X_unlabeled, rng, seed,
-                                     monitor,
-                                     list(folds.split(np.zeros(len(y_signed)), y_signed)),
+                                     monitor, check_folds(y_signed, settings.safe_folds, rng),
                                      weights)
         return self._train(settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
                            weights)
@@ -596,22 +644,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         ``settings`` is the fit's :class:`TSGS3VMSettings`, ``weights`` the fit's
         :class:`~stochsvm.semi._base.SampleWeights` or ``None``.
         """
-        n_unlabeled = X_unlabeled.shape[0]
         labeled_sw = None if weights is None else weights.labeled
-        unlabeled_total = weight_total(None if weights is None else weights.unlabeled,
-                                       n_unlabeled)
-        subsets = [np.arange(y_signed.shape[0])] + [train for train, _ in folds]
-        if self.C_star is None:
-            C_star = [self._C * weight_total(None if labeled_sw is None else labeled_sw[subset],
-                                             subset.size) / unlabeled_total
-                      for subset in subsets]
-        else:
-            C_star = [self._C_star] * len(subsets)
-        candidates = candidate_terms(self._C_star > 0, settings.manifold_weight)
-        model_C_star, model_graph_weights = [], []
-        for _, unlabeled_on, graph_weight in candidates:
-            model_C_star += C_star if unlabeled_on else [0.0] * len(subsets)
-            model_graph_weights += [graph_weight] * len(subsets)
+        candidates, subsets, model_C_star, model_graph_weights = self._check_models(
+            settings, y_signed, X_unlabeled.shape[0], folds, weights)
         states, history, n_iter = tsgs3vm_train_shared(
             X_labeled, y_signed, subsets * len(candidates), X_unlabeled, rng, seed=seed,
             C=self._C, C_star=model_C_star, gamma=self._gamma, kernel=settings.kernel,
@@ -649,6 +684,32 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         if best is not None:
             return states[best * len(subsets)], history, n_iter
         return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor, weights)
+
+    def _check_models(self, settings, y_signed, n_unlabeled, folds, weights=None):
+        """The models of the check's shared pass: ``(candidates, subsets, C_star,
+        manifold_weight)``, the candidates of
+        :func:`~stochsvm.semi.safe_selection.candidate_terms` and, model by model (each
+        candidate on all the labels, then on each fold's training labels), the positions of
+        its labels, its unlabeled weight (``C_star=None`` resolved on those labels) and its
+        manifold weight (:func:`~stochsvm.semi.manifold.labeled_share` of those labels)."""
+        labeled_sw = None if weights is None else weights.labeled
+        unlabeled_total = weight_total(None if weights is None else weights.unlabeled,
+                                       n_unlabeled)
+        subsets = [np.arange(y_signed.shape[0])] + [train for train, _ in folds]
+        if self.C_star is None:
+            C_star = [self._C * weight_total(None if labeled_sw is None else labeled_sw[subset],
+                                             subset.size) / unlabeled_total
+                      for subset in subsets]
+        else:
+            C_star = [self._C_star] * len(subsets)
+        candidates = candidate_terms(self._C_star > 0, settings.manifold_weight)
+        model_C_star, model_graph_weights = [], []
+        for _, unlabeled_on, graph_weight in candidates:
+            model_C_star += C_star if unlabeled_on else [0.0] * len(subsets)
+            model_graph_weights += [
+                labeled_share(graph_weight, weights, y_signed.shape[0], n_unlabeled, subset)
+                for subset in subsets]
+        return candidates, subsets, model_C_star, model_graph_weights
 
     def _supervised_fallback(self, settings, X_labeled, y_signed, seed, monitor, weights=None):
         """The exact ``SVC`` on the labels (:func:`~stochsvm.semi.safe_selection.supervised_state`; on at most
@@ -698,5 +759,6 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         total = 0
         for state in self.binary_models_:
             for value in state.values():
-                total += np.size(value) if isinstance(value, np.ndarray) else 1
+                # host arrays, and arrays of a device for a model fitted there
+                total += math.prod(value.shape) if hasattr(value, "shape") else 1
         return int(total)
