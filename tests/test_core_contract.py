@@ -54,6 +54,16 @@ def test_no_predict_proba_for_hinge_losses_calibration_instead():
     np.testing.assert_allclose(calibrated.predict_proba(X).sum(axis=1), 1.0)
 
 
+def _peak_fit_memory(model, X, y):
+    """The peak of the memory traced while ``model`` fits ``(X, y)``, in bytes."""
+    tracemalloc.start()
+    try:
+        model.fit(X, y)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("name", ["ProxSVRGClassifier", "SCVClassifier", "SADMMClassifier",
                                   "MiniBatchSGDClassifier", "TSGS3VM"])
 def test_float32_input_is_not_copied_to_float64(name):
@@ -69,22 +79,11 @@ def test_float32_input_is_not_copied_to_float64(name):
     extra = {"manifold_weight": 0.0} if name == "TSGS3VM" else {}
     model = small_estimator(name, max_iter=2, **extra)
     model.fit(X[:50], y[:50])  # compile outside the measurement
-    tracemalloc.start()
-    try:
-        model.fit(X, y)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
     # a float64 copy of X alone would be 2 X.nbytes
+    peak = _peak_fit_memory(model, X, y)
     assert peak < 1.6 * X.nbytes, peak / X.nbytes
     if name == "TSGS3VM":
-        model = small_estimator(name, max_iter=2, manifold_weight=1.0)
-        tracemalloc.start()
-        try:
-            model.fit(X, y)
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
+        peak = _peak_fit_memory(small_estimator(name, max_iter=2, manifold_weight=1.0), X, y)
         sample = min(1800, KMEANS_SAMPLE_SIZE) * X.shape[1] * 8  # the float64 k-means rows
         assert peak < 1.6 * X.nbytes + 4 * sample, (peak - 1.6 * X.nbytes) / sample
 

@@ -53,7 +53,7 @@ from .._core.anchors import (
 from ._base import weight_total
 
 __all__ = ["ManifoldGraph", "SampledLaplacian", "build_manifold_graph", "labeled_share",
-           "resolve_anchor_count", "MEMBERS_PER_ANCHOR"]
+           "resolve_anchor_count", "sample_row_weights", "MEMBERS_PER_ANCHOR"]
 
 #: sampled members per anchor that the default number of anchors keeps in a batch
 #: (labeled plus unlabeled rows, ``n_neighbors`` ties each): the ratio estimate of an anchor
@@ -152,6 +152,21 @@ def build_manifold_graph(X_labeled, X_unlabeled, n_anchors, n_neighbors, random_
     return graph
 
 
+def sample_row_weights(n_labeled, n_rows, labeled_scale, unlabeled_scale, labeled_sw=None,
+                       unlabeled_sw=None):
+    r"""The weights :math:`w_i = s_i / \pi_i` of a sample of nodes: its first ``n_labeled``
+    rows labeled (inverse inclusion probability ``labeled_scale``), the rest unlabeled
+    (``unlabeled_scale``), each times its sample weight (``None``: 1). Float64, host."""
+    row_weights = np.empty(n_rows)
+    row_weights[:n_labeled] = labeled_scale
+    row_weights[n_labeled:] = unlabeled_scale
+    if labeled_sw is not None:
+        row_weights[:n_labeled] *= labeled_sw
+    if unlabeled_sw is not None:
+        row_weights[n_labeled:] *= unlabeled_sw
+    return row_weights
+
+
 class SampledLaplacian:
     r"""The reduced Laplacian of one iteration's sample of nodes, weighted by the inverse
     inclusion probabilities :math:`w` (the module docstring): :math:`L_w = W - W Z_B
@@ -166,15 +181,9 @@ class SampledLaplacian:
         self.index = np.concatenate([graph.labeled_index[labeled_indices], unlabeled_index])
         self.weight = np.concatenate([graph.labeled_weight[labeled_indices], unlabeled_weight])
         self.n_anchors = graph.n_anchors
-        n_labeled = len(labeled_indices)
-        row_weights = np.empty(self.index.shape[0])
-        row_weights[:n_labeled] = labeled_scale
-        row_weights[n_labeled:] = unlabeled_scale
-        if labeled_sw is not None:
-            row_weights[:n_labeled] *= labeled_sw
-        if unlabeled_sw is not None:
-            row_weights[n_labeled:] *= unlabeled_sw
-        self.row_weights = row_weights
+        self.row_weights = sample_row_weights(len(labeled_indices), self.index.shape[0],
+                                              labeled_scale, unlabeled_scale, labeled_sw,
+                                              unlabeled_sw)
 
     def _weighted(self, values):
         return values * (self.row_weights if values.ndim == 1 else self.row_weights[:, None])

@@ -25,6 +25,7 @@ from sklearn.utils import check_random_state
 
 from .._core.anchors import BANDWIDTH_FLOOR, KMEANS_SAMPLE_SIZE, ROWS_PER_CLUSTER, select_anchors
 from .._core.array_api import to_namespace, to_numpy
+from .manifold import sample_row_weights
 
 __all__ = ["NamespaceManifoldGraph", "NamespaceSampledLaplacian",
            "anchor_weights_in_namespace", "build_manifold_graph_in_namespace",
@@ -143,15 +144,9 @@ class NamespaceSampledLaplacian:
             matrix = matrix + xp.where(index[:, slot:slot + 1] == anchor_columns,
                                        weight[:, slot:slot + 1], xp.zeros_like(matrix))
         self.matrix = matrix
-        n_labeled = len(labeled_indices)
-        row_weights = np.empty(index.shape[0])
-        row_weights[:n_labeled] = labeled_scale
-        row_weights[n_labeled:] = unlabeled_scale
-        if labeled_sw is not None:
-            row_weights[:n_labeled] *= labeled_sw
-        if unlabeled_sw is not None:
-            row_weights[n_labeled:] *= unlabeled_sw
-        self.row_weights = to_namespace(row_weights, xp, device)
+        self.row_weights = to_namespace(sample_row_weights(
+            len(labeled_indices), index.shape[0], labeled_scale, unlabeled_scale, labeled_sw,
+            unlabeled_sw), xp, device)
 
     def _weighted(self, values):
         return values * (self.row_weights if values.ndim == 1 else self.row_weights[:, None])
