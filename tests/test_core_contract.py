@@ -75,7 +75,7 @@ def test_float32_input_is_not_copied_to_float64(name):
         # exact SVC on them in float64, a copy of the labeled rows only
         y[200:] = -1
     # TSGS3VM's manifold term runs k-means on a float64 sample of at most
-    # max(KMEANS_SAMPLE_SIZE, 20 m) unlabeled rows, whatever n: measured apart below
+    # KMEANS_SAMPLE_SIZE unlabeled rows, whatever n: measured apart below
     extra = {"manifold_weight": 0.0} if name == "TSGS3VM" else {}
     model = small_estimator(name, max_iter=2, **extra)
     model.fit(X[:50], y[:50])  # compile outside the measurement

@@ -3,7 +3,7 @@ r"""The manifold term of TSGS3VM on the device of the data: the array-API form o
 
 * **Host.** The anchors: k-means (scikit-learn) on the same random sample of the unlabeled
   rows as the NumPy path, drawn with the same generator (the sample, at most
-  ``max(KMEANS_SAMPLE_SIZE, ROWS_PER_CLUSTER m)`` rows, is moved to the host for it), each
+  :func:`~stochsvm.semi.manifold.kmeans_sample_size` rows, is moved to the host for it), each
   center replaced by its nearest sampled row.
 * **Device.** The anchors' rows, and each sample's ``k`` nearest anchors: squared distances
   :math:`\|x\|^2 - 2x^\top z + \|z\|^2` (clipped at 0) from one matrix product, ordered by
@@ -23,9 +23,9 @@ import numpy as np
 from array_api_compat import device as array_device
 from sklearn.utils import check_random_state
 
-from .._core.anchors import BANDWIDTH_FLOOR, KMEANS_SAMPLE_SIZE, ROWS_PER_CLUSTER, select_anchors
+from .._core.anchors import BANDWIDTH_FLOOR, select_anchors
 from .._core.array_api import to_namespace, to_numpy
-from .manifold import sample_row_weights
+from .manifold import kmeans_sample_size, sample_row_weights
 
 __all__ = ["NamespaceManifoldGraph", "NamespaceSampledLaplacian",
            "anchor_weights_in_namespace", "build_manifold_graph_in_namespace",
@@ -104,7 +104,7 @@ def build_manifold_graph_in_namespace(X_labeled, X_unlabeled, n_anchors, n_neigh
     device = array_device(X_labeled)
     random_state = check_random_state(random_state)
     n_unlabeled = X_unlabeled.shape[0]
-    size = min(n_unlabeled, max(KMEANS_SAMPLE_SIZE, ROWS_PER_CLUSTER * n_anchors))
+    size = kmeans_sample_size(n_unlabeled)
     sample = to_numpy(X_unlabeled.take(np.sort(random_state.choice(n_unlabeled, size,
                                                                    replace=False))))
     chosen = select_anchors(sample, min(n_anchors, size), random_state=random_state)
