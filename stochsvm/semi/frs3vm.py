@@ -337,7 +337,14 @@ class FRS3VM(BaseSemiSupervisedClassifier):
         seed = draw_seed(rng)
         omega, offset = feature_block(seed, 0, X_labeled.shape[1], settings.n_components,
                                       self._gamma, settings.kernel, settings.dtype)
-        coef, intercept, history, n_iter = frs3vm_train(
+        return self._trained_state(frs3vm_train, settings, X_labeled, y_signed, X_unlabeled,
+                                   rng, seed, omega, offset, problem_index, weights)
+
+    def _trained_state(self, train, settings, X_labeled, y_signed, X_unlabeled, rng, seed,
+                       omega, offset, problem_index, weights, **options):
+        """``(state, history, n_iter)`` of ``train`` (:func:`frs3vm_train` or its array-API
+        form) on the block ``(omega, offset)`` of ``seed``."""
+        coef, intercept, history, n_iter = train(
             X_labeled, y_signed, X_unlabeled, rng, omega=omega, offset=offset, C=self._C,
             C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,
             unlabeled_parameter=self._unlabeled_parameter,
@@ -346,7 +353,7 @@ class FRS3VM(BaseSemiSupervisedClassifier):
             balance=self._balance, ramp_up=settings.ramp_up,
             monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                     label=f"FRS3VM[{problem_index}] "),
-            record_every=settings.record_every, weights=weights)
+            record_every=settings.record_every, weights=weights, **options)
         state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
                  "offset": offset, "dtype": settings.dtype.name}
         return state, history, n_iter
@@ -360,19 +367,9 @@ class FRS3VM(BaseSemiSupervisedClassifier):
         omega, offset = (to_namespace(values, namespace, device) for values in feature_block(
             seed, 0, X_labeled.shape[1], settings.n_components, self._gamma, settings.kernel,
             settings.dtype))
-        coef, intercept, history, n_iter = frs3vm_train_in_namespace(
-            X_labeled, y_signed, X_unlabeled, rng, omega=omega, offset=offset, C=self._C,
-            C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,
-            unlabeled_parameter=self._unlabeled_parameter,
-            labeled_batch=settings.labeled_batch, unlabeled_batch=settings.unlabeled_batch,
-            n_iterations=settings.n_iterations, step=settings.step, dtype=settings.dtype,
-            balance=self._balance, ramp_up=settings.ramp_up,
-            monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
-                                    label=f"FRS3VM[{problem_index}] "),
-            record_every=settings.record_every, weights=weights, namespace=namespace)
-        state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
-                 "offset": offset, "dtype": settings.dtype.name}
-        return state, history, n_iter
+        return self._trained_state(frs3vm_train_in_namespace, settings, X_labeled, y_signed,
+                                   X_unlabeled, rng, seed, omega, offset, problem_index,
+                                   weights, namespace=namespace)
 
     def _decision_binary_in_namespace(self, X, state, namespace, device):
         return decision_binary_in_namespace(X, state, namespace, device)
