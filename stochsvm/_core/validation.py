@@ -14,7 +14,7 @@ from sklearn.utils import check_scalar
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d, validate_data
 
-from .array_api import refuse_array_api_input, to_numpy
+from .array_api import check_float64_support, refuse_array_api_input, to_numpy
 
 __all__ = [
     "check_nonnegative",
@@ -146,6 +146,16 @@ def host_labels(y):
     vector: the estimators with an array-API form resolve classes, signs and weights on the
     host, as their NumPy path does."""
     return column_or_1d(np.asarray(to_numpy(y)), warn=True)
+
+
+def training_data_in_namespace(estimator, X, y, namespace, device):
+    """The start of every array-API fit: the device must hold float64, the estimator's
+    parameters must have an array-API form (its ``_check_array_api_parameters``), ``X`` is
+    checked on its device (:func:`validate_data_in_namespace`, ``n_features_in_`` set) and the
+    labels come to the host (:func:`host_labels`). Returns ``(X, y)``."""
+    check_float64_support(namespace, device)
+    estimator._check_array_api_parameters()
+    return (validate_data_in_namespace(estimator, X, namespace, reset=True), host_labels(y))
 
 
 def _canonical_csr(X):

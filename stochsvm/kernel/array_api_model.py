@@ -28,10 +28,11 @@ from array_api_compat import device as array_device
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length
 
-from .._core.array_api import check_float64_support, to_namespace, to_numpy
+from .._core.array_api import to_namespace, to_numpy
 from .._core.kernels import resolve_gamma_in_namespace
 from .._core.sampling import problem_seeds
 from .._core.validation import (
+    training_data_in_namespace,
     check_at_least_two_classes,
     check_margin_weight,
     check_sample_weight,
@@ -51,10 +52,7 @@ def fit_in_namespace(estimator, X, y, sample_weight, namespace):
     (module docstring); returns the estimator."""
     xp = namespace
     device = array_device(X)
-    check_float64_support(xp, device)
-    estimator._check_array_api_parameters()
-    X = validate_data_in_namespace(estimator, X, xp, reset=True)
-    y = host_labels(y)
+    X, y = training_data_in_namespace(estimator, X, y, xp, device)
     check_consistent_length(X, y)
     check_classification_targets(y)
     classes = np.unique(y)

@@ -31,11 +31,12 @@ from __future__ import annotations
 import numpy as np
 from array_api_compat import device as array_device
 
-from .._core.array_api import check_float64_support, to_namespace, to_numpy
+from .._core.array_api import to_namespace, to_numpy
 from .._core.losses import MARGIN_LOSSES
 from .._core.sampling import problem_seeds
 from .._core.state import ArrayField
 from .._core.validation import (
+    training_data_in_namespace,
     check_sample_weight,
     host_labels,
     split_semi_supervised_labels,
@@ -62,10 +63,7 @@ def fit_in_namespace(estimator, X, y, sample_weight, namespace):
     ``y`` marks unlabeled samples with ``-1``. Returns the estimator."""
     xp = namespace
     device = array_device(X)
-    check_float64_support(xp, device)
-    estimator._check_array_api_parameters()
-    X = validate_data_in_namespace(estimator, X, xp, reset=True)
-    y = host_labels(y)
+    X, y = training_data_in_namespace(estimator, X, y, xp, device)
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}; give one label "
                          "(or -1) per sample.")

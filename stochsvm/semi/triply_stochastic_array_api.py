@@ -57,6 +57,21 @@ SMALLEST_SCALE = 1e-20
 PROBE_ROWS = 4096
 
 
+
+def _probe_means(X_unlabeled, rng, coefficients, n_blocks, block_size, omega, offset, dtype,
+                 unlabeled_sw, xp, device):
+    """The weighted mean of each model's outputs on (at most ``PROBE_ROWS``) unlabeled rows
+    drawn from ``rng``: the final balancing constraint (mean output = mean label)."""
+    n_unlabeled = X_unlabeled.shape[0]
+    probe = rng.choice(n_unlabeled, min(n_unlabeled, PROBE_ROWS), replace=False)
+    probe.sort()
+    probe_scores = feature_scores_in_namespace(
+        X_unlabeled.take(probe), coefficients, n_blocks, block_size,
+        cached_feature_groups(omega, offset), dtype, xp)
+    return weighted_mean_in_namespace(
+        probe_scores, None if unlabeled_sw is None else _on_device(unlabeled_sw[probe], xp,
+                                                                   device), xp)
+
 def _on_device(values, namespace, device):
     return to_namespace(np.ascontiguousarray(values), namespace, device)
 
@@ -252,15 +267,9 @@ record_every, labeled_steps, manifold_weight
     coefficients = coefficients[:used] * scale
     omega_cache, offset_cache = omega_cache[:, :used], offset_cache[:used]
     if use_balance:
-        # the final intercept from the balancing constraint on (at most 4096) unlabeled rows
-        probe = rng.choice(n_unlabeled, min(n_unlabeled, PROBE_ROWS), replace=False)
-        probe.sort()
-        probe_scores = feature_scores_in_namespace(
-            X_unlabeled.take(probe), coefficients, n_done, m,
-            cached_feature_groups(omega_cache, offset_cache), dtype, xp)
-        intercept = target - weighted_mean_in_namespace(
-            probe_scores, None if unlabeled_sw is None else _on_device(unlabeled_sw[probe], xp,
-                                                                       device), xp)
+        intercept = target - _probe_means(X_unlabeled, rng, coefficients, n_done, m,
+                                          omega_cache, offset_cache, dtype, unlabeled_sw, xp,
+                                          device)
     state = {"coefficients": coefficients, "intercept": float(intercept), "seed": int(seed),
              "n_blocks": int(n_done), "block_size": int(m), "gamma": float(gamma),
              "kernel": str(kernel), "dtype": np.dtype(dtype).name, "omega": omega_cache,
@@ -437,15 +446,9 @@ def tsgs3vm_train_shared_in_namespace(X_labeled, y_signed, subsets, X_unlabeled,
     coefficients = coefficients[:used, ...] * scale
     omega_cache, offset_cache = omega_cache[:, :used], offset_cache[:used]
     if use_balance:
-        # the final intercepts from the balancing constraint on (at most 4096) unlabeled rows
-        probe = rng.choice(n_unlabeled, min(n_unlabeled, PROBE_ROWS), replace=False)
-        probe.sort()
-        probe_scores = feature_scores_in_namespace(
-            X_unlabeled.take(probe), coefficients, n_done, m,
-            cached_feature_groups(omega_cache, offset_cache), dtype, xp)
-        intercepts = targets - weighted_mean_in_namespace(
-            probe_scores, None if unlabeled_sw is None else _on_device(unlabeled_sw[probe], xp,
-                                                                       device), xp)
+        intercepts = targets - _probe_means(X_unlabeled, rng, coefficients, n_done, m,
+                                            omega_cache, offset_cache, dtype, unlabeled_sw, xp,
+                                            device)
     host_intercepts = to_numpy(intercepts)
     states = []
     for model in range(n_models):
