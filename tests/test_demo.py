@@ -2,6 +2,7 @@
 sizes, and the two ways to start it (``python -m stochsvm``, ``stochsvm demo``)."""
 
 import dataclasses
+import importlib.util
 import runpy
 import sys
 import time
@@ -58,6 +59,15 @@ def test_quick_demo_runs_every_comparison_and_writes_the_figure(tmp_path):
     assert any("figure:" in line for line in lines)
 
 
+def _intel_installed():
+    """Whether the demo adds scikit-learn-intelex's SVC (``stochsvm.demo.kernel``)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None
+                   for name in ("daal4py", "sklearnex"))
+    except (ImportError, ValueError):
+        return False
+
+
 def test_default_demo_on_tiny_sizes_prints_one_table_and_writes_the_figure(tmp_path,
                                                                            monkeypatch):
     pytest.importorskip("matplotlib")
@@ -68,7 +78,10 @@ def test_default_demo_on_tiny_sizes_prints_one_table_and_writes_the_figure(tmp_p
     rows = run_demo(print_function=lines.append, figure_path=str(figure), settings=settings,
                     progress=False)
     expected = {
-        "kernel": ["SCSKernelSVC", "SVC", "Nystroem + LinearSVC", "RBFSampler + SGDClassifier"],
+        # scikit-learn-intelex's SVC joins the peers where it is installed
+        "kernel": ["SCSKernelSVC", "SVC"] + (["scikit-learn-intelex SVC"] if _intel_installed()
+                                             else [])
+        + ["Nystroem + LinearSVC", "RBFSampler + SGDClassifier"],
         "semi-supervised": ["TSGS3VM", 'LabelSpreading(kernel="knn")', "SVC on the 40 labels"],
         "linear": ['SADMMClassifier(penalty="l1")', "S3GDClassifier", "SGDClassifier",
                    'SGDClassifier(penalty="l1")', "LinearSVC"],

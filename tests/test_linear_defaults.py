@@ -103,8 +103,8 @@ def test_l1_output_is_sparsest_within_the_solver_resolution(estimator, monkeypat
     limit = max(min(scored) * (1 + tol), float(np.median(scored[-patience:])))
     assert sparse.objective(X, y) <= limit + 1e-12
     # switched off, the same fit keeps more nonzero coefficients
-    monkeypatch.setattr(estimator, "_sparsest_within",
-                        lambda self, X, y, w, coef, *args: coef)
+    monkeypatch.setattr(estimator, "_truncation_candidates",
+                        lambda self, coef, intercept, *args: [(coef, intercept)])
     dense = _fit_quietly(make(), X, y)
     assert np.count_nonzero(sparse.coef_) < np.count_nonzero(dense.coef_)
 
@@ -191,7 +191,7 @@ def test_sadmm_stops_once_neither_of_its_outputs_improves(monkeypatch):
     from sklearn.preprocessing import StandardScaler
 
     from stochsvm._core import monitor as monitor_module
-    from stochsvm.linear import _base
+    from stochsvm.linear import training
 
     X, y = binary_digits()
     X = StandardScaler().fit_transform(X)
@@ -203,7 +203,7 @@ def test_sadmm_stops_once_neither_of_its_outputs_improves(monkeypatch):
         def __init__(self, *args, stop_key="objective", **kwargs):
             super().__init__(*args, stop_key="objective", **kwargs)
 
-    monkeypatch.setattr(_base, "TrainingMonitor", LowestOnly)
+    monkeypatch.setattr(training, "TrainingMonitor", LowestOnly)
     earlier = SADMMClassifier(**settings).fit(X, y)
     assert earlier.n_iter_ < model.n_iter_
     assert model.objective(X, y) < earlier.objective(X, y)

@@ -14,9 +14,6 @@ whatever its data and parameters.
 A record is a plain ``dict`` with at least ``iteration`` (chunks done), ``samples_seen`` and
 ``seconds`` (wall time since ``fit`` began), plus solver-specific keys such as
 ``objective`` or ``vi_gap``.
-
-Output selection: :func:`sparsest_accepted` picks, among candidate outputs of an l1 fit, the
-sparsest whose objective stays within a limit.
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ import time
 
 import numpy as np
 
-__all__ = ["CHUNK_WORK", "SPARSE_VALUE_WORK", "TrainingMonitor", "chunk_stops", "row_work",
-           "sparsest_accepted"]
+__all__ = ["CHUNK_WORK", "SPARSE_VALUE_WORK", "TrainingMonitor", "chunk_stops", "row_work"]
 
 #: the most multiply-adds one call of a compiled loop may do: a few hundredths of a second
 CHUNK_WORK = 5e7
@@ -163,15 +159,3 @@ class TrainingMonitor:
                 self.stopped_by = self.stopped_by or "tol"
                 stop = True
         return stop
-
-
-def sparsest_accepted(coef, candidates, objectives, limit):
-    """The sparsest of ``candidates`` (``[(coef, intercept), ...]``) whose objective is at most
-    ``limit``; ``coef`` itself when none is. The output selection of the l1 linear solvers,
-    in memory and on Dask (``_sparsest_within`` of
-    :class:`stochsvm.linear._base.BaseStochasticLinearClassifier`)."""
-    accepted = [candidate for (candidate, _), value in zip(candidates, objectives)
-                if value <= limit]
-    if not accepted:
-        return coef
-    return min(accepted, key=np.count_nonzero)

@@ -12,24 +12,23 @@ Mann, NAACL 2010; Zinkevich, Weimer, Smola and Li, NIPS 2010) applied to every e
 state: for the averaged-iterate solvers the mean of the partitions' running sums is again a
 running sum, so the output is the average of every iterate of every partition.
 
-The same pass that runs the epoch also evaluates the exact training objective
+Everything around the rounds is the training loop of an in-memory fit,
+:func:`stochsvm.linear.training.train_passes`, with :class:`RoundPasses` as its passes: the
+stopping rule (``tol``, ``n_iter_no_change``, per binary problem, on the exact objective, with
+the step of the constant-step solvers reduced on a plateau), the restart after a diverged
+iterate, the output of lowest objective and the l1 output selection. Here a round's pass
+over the blocks also evaluates the exact training objective
 
 .. math::
 
     F(w, b) = \frac{1}{n}\sum_{i=1}^n s_i\,\ell\big(y_i(w^\top x_i + b)\big) + \alpha R(w)
 
-of the models the round started from (``X @ w`` on the block, one scalar per candidate
-output per block back: the averaged and the last iterate for SADMM, as in an in-memory fit
-with a ``tol``), so the stopping rule of the in-memory fit (``tol``, ``n_iter_no_change``, on
-the exact objective, with the step of the constant-step solvers reduced on a plateau) costs no
-extra pass; ``max_iter`` caps the number of rounds. One last pass scores the final model. The
-model returned is the scored one of lowest objective (with the solver's state for a warm
-start), so a round that made the objective worse is never kept. With an l1 part, two more
-passes make it sparser as an in-memory fit does
-(:meth:`stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within`): the loss
-gradient at the model (one vector per block back), then the objective of every truncation
-(one scalar per truncation per block back); the sparsest truncation within the solver's
-resolution is returned.
+of the models of the previous round (``X @ w`` on the block, one scalar per candidate
+output per block back: the averaged and the last iterate for SADMM), so scoring costs no
+extra pass; ``max_iter`` caps the number of rounds, and one last pass scores the final
+models. With an l1 part, two more passes make the output sparser (the loss gradients at
+the chosen models, one vector per block back; then the objective of every truncation, one
+scalar per truncation per block back).
 
 The solvers that build structures from their training rows before the epochs -- S3GD's k-means
 anchors, anchor graph and class products (Alg. 1 of the S3GD paper), SSGD's k-means strata,
@@ -50,18 +49,15 @@ from __future__ import annotations
 
 import copy
 import os
-import time
-import warnings
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import FLOAT_DTYPES
 
-from .._core.monitor import TrainingMonitor, sparsest_accepted
 from .._core.sampling import SEED_BOUND
 from .._core.validation import check_at_least_two_classes, check_class_weight_dict
+from ..linear.training import Passes, StepDivergedError, store_training, train_passes
 from .blocks import active_client, cluster_memory, compute, nbytes, training_blocks
 
 __all__ = ["fit_model_averaging"]
@@ -94,14 +90,14 @@ def _loss_sums(X, y_signed, weights, models, resolved):
     sums = np.empty(len(models))
     for index, (problem, coef, intercept) in enumerate(models):
         scores = np.asarray(X @ coef, dtype=np.float64).ravel() + intercept
-        sums[index] = float(np.dot(weights, loss.value(y_signed[problem] * scores,
-                                                      resolved.get("loss_parameter"))))
+        losses = loss.value(y_signed[problem] * scores, resolved.get("loss_parameter"))
+        sums[index] = float(np.dot(weights, losses))
     return sums
 
 
 def _block_loss_parts(X, y, sample_weight, models, classes, class_weights, positives,
                       resolved, gradients):
-    """One row block's part of the l1 output selection: for each ``(problem, coef,
+    r"""One row block's part of the l1 output selection: for each ``(problem, coef,
     intercept)`` of ``models``, the summed weighted loss (``gradients=False``) or the summed
     gradient of the loss in ``w``, :math:`\sum_i s_i y_i \ell'(y_i f(x_i)) x_i`
     (``gradients=True``)."""
@@ -119,6 +115,7 @@ def _block_loss_parts(X, y, sample_weight, models, classes, class_weights, posit
             y_signed[problem] * scores, resolved.get("loss_parameter"))
         parts.append(np.asarray(X.T @ factors, dtype=np.float64).ravel())
     return np.vstack(parts)
+
 
 def _block_preparation(estimator, X, y, sample_weight, classes, class_weights, positives,
                        resolved):
@@ -142,37 +139,48 @@ def _block_preparation(estimator, X, y, sample_weight, classes, class_weights, p
 
 
 def _local_step(estimator, X, y, sample_weight, preparation, carried, models, classes,
-                class_weights, positives, resolved, seeds, round_index, block_index, train):
-    """One row block's part of a round: the loss of the round's starting ``models`` on the
-    block, then (when ``train``) one epoch over the block from the ``carried`` states.
+                class_weights, positives, resolved, seeds, round_indices, block_index):
+    """One row block's part of a round: the loss of the ``models`` to score on the block,
+    then one epoch over the block from the ``carried`` states of the problems being trained.
 
-    ``preparation`` is the block's :func:`_block_preparation`; ``carried`` is
-    ``(rows, states, loss_sums)`` of the blocks before this one in the same partition; the
-    result has the same form.
+    ``preparation`` is the block's :func:`_block_preparation`; ``carried`` is ``(rows,
+    states, loss_sums, epoch_losses, diverged)`` of the blocks before this one in the same
+    partition (``states``: ``{problem: state}``, None when the round only scores;
+    ``epoch_losses``: ``{problem: loss sum of its epoch}``; ``diverged``: the problems whose
+    iterate diverged, :class:`~stochsvm.linear.training.StepDivergedError`); the result has
+    the same form. ``round_indices``: ``{problem: the round's index}`` (its epochs' seeds).
     """
-    rows, states, losses = carried
+    rows, states, losses, epoch_losses, diverged = carried
     X = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, order="C")
     y = np.asarray(y)
     weights = _block_weights(y, sample_weight, classes, class_weights)
     y_signed = _signed(y, positives)
     losses = losses + _loss_sums(X, y_signed, weights, models, resolved)
     n_rows = X.shape[0]
-    if not train:
-        return rows + n_rows, None, losses
+    if states is None:
+        return rows + n_rows, None, losses, epoch_losses, diverged
     states = copy.deepcopy(states)  # inputs of a task are never modified in place
+    epoch_losses, diverged = dict(epoch_losses), set(diverged)
     estimator = copy.copy(estimator)
     if preparation is not None:
         estimator._prepared, problems = preparation
-    for problem, state in enumerate(states):
+    for problem, state in states.items():
+        if problem in diverged:
+            continue
         if "problem" in state:  # mini-batch family: this block's per-problem structures
             state["problem"] = problems[problem]
-        order = (np.random.default_rng((seeds[problem], round_index, block_index))
+        order = (np.random.default_rng((seeds[problem], round_indices[problem], block_index))
                  .permutation(n_rows).astype(np.int64)
                  if estimator.shuffle else np.arange(n_rows, dtype=np.int64))
-        estimator._run_epoch(state, X, y_signed[problem], weights, order, resolved)
+        try:
+            entry = estimator._run_epoch(state, X, y_signed[problem], weights, order,
+                                         resolved)
+            epoch_losses[problem] = epoch_losses.get(problem, 0.0) + float(entry["loss_sum"])
+        except StepDivergedError:
+            diverged.add(problem)
         if "problem" in state:
             state["problem"] = None
-    return rows + n_rows, states, losses
+    return rows + n_rows, states, losses, epoch_losses, diverged
 
 
 #: the share of the workers' memory that the blocks' kept structures may take
@@ -206,9 +214,10 @@ def _preparations(shared, blocks):
 
 def _partition_total(carried):
     """A partition's result, its states weighted by its rows (for the weighted mean)."""
-    rows, states, losses = carried
-    return rows, None if states is None else [_weighted(state, rows) for state in states], \
-        losses
+    rows, states, losses, epoch_losses, diverged = carried
+    weighted = None if states is None else {problem: _weighted(state, rows)
+                                            for problem, state in states.items()}
+    return rows, weighted, losses, epoch_losses, diverged
 
 
 def _worker_threads():
@@ -290,14 +299,19 @@ def _add(first, second):
     """Sum of two results of :func:`_partition_total` (a tree-reduction step)."""
     rows = first[0] + second[0]
     losses = first[2] + second[2]
+    epoch_losses = dict(first[3])
+    for problem, value in second[3].items():
+        epoch_losses[problem] = epoch_losses.get(problem, 0.0) + value
+    diverged = set(first[4]) | set(second[4])
     if first[1] is None:
-        return rows, None, losses
-    states = []
-    for a, b in zip(first[1], second[1]):
-        states.append({key: (a[key] + b[key]) if (isinstance(a[key], np.ndarray)
-                                                  or _is_number(a[key])) else a[key]
-                       for key in a})
-    return rows, states, losses
+        return rows, None, losses, epoch_losses, diverged
+    states = {}
+    for problem, a in first[1].items():
+        b = second[1][problem]
+        states[problem] = {key: (a[key] + b[key]) if (isinstance(a[key], np.ndarray)
+                                                      or _is_number(a[key])) else a[key]
+                           for key in a}
+    return rows, states, losses, epoch_losses, diverged
 
 
 def _tree_sum(parts, combine=_add):
@@ -310,30 +324,140 @@ def _tree_sum(parts, combine=_add):
     return parts[0]
 
 
-def _averaged(sums, rows, templates):
-    """Divide the summed states by the rows, restoring each entry's type from ``templates``."""
-    states = []
-    for summed, template in zip(sums, templates):
-        state = {}
-        for key, value in summed.items():
-            reference = template.get(key, value)
-            if isinstance(value, np.ndarray) and isinstance(reference, np.ndarray):
-                mean = value / rows
-                state[key] = (np.rint(mean).astype(reference.dtype)
-                              if reference.dtype.kind in "iu" else mean.astype(reference.dtype))
-            elif _is_number(value):
-                mean = value / rows
-                state[key] = int(round(mean)) if isinstance(
-                    reference, (int, np.integer)) else float(mean)
-            else:
-                state[key] = value
-        states.append(state)
-    return states
+def _averaged(summed, rows, template):
+    """Divide one summed state by the rows, restoring each entry's type from ``template``."""
+    state = {}
+    for key, value in summed.items():
+        reference = template.get(key, value)
+        if isinstance(value, np.ndarray) and isinstance(reference, np.ndarray):
+            mean = value / rows
+            state[key] = (np.rint(mean).astype(reference.dtype)
+                          if reference.dtype.kind in "iu" else mean.astype(reference.dtype))
+        elif _is_number(value):
+            mean = value / rows
+            state[key] = int(round(mean)) if isinstance(
+                reference, (int, np.integer)) else float(mean)
+        else:
+            state[key] = value
+    return state
 
 
 def _state_bytes(states):
     return int(sum(value.nbytes for state in states for value in state.values()
                    if isinstance(value, np.ndarray)))
+
+
+class RoundPasses(Passes):
+    """The passes of :func:`~stochsvm.linear.training.train_passes` on dask input: a round
+    of local epochs on the partitions, side by side, and the average of their states; the
+    models to score are scored in the same pass over the blocks (``scores_in_pass``).
+
+    Parameters
+    ----------
+    estimator : BaseStochasticLinearClassifier
+    blocks : TrainingBlocks
+        The row blocks (:func:`~stochsvm.distributed.blocks.training_blocks`).
+    shared : dict
+        The dask keys of the inputs every task shares (estimator, classes, class weights,
+        positive labels, resolved settings, seeds).
+    resolved : LinearSettings
+    n_problems : int
+        The binary problems (one-vs-rest) trained side by side.
+    """
+
+    scores_in_pass = True
+
+    def __init__(self, estimator, blocks, shared, resolved, n_problems):
+        import dask
+
+        self.blocks = blocks
+        self.shared = shared
+        self.name = type(estimator).__name__
+        self.n_problems = n_problems
+        self.fit_intercept = estimator.fit_intercept
+        self.resolved = resolved
+        self.n_samples = blocks.n_samples
+        self.partitions = _partitions(estimator, blocks.X)
+        self.preparations = _preparations(shared, blocks)
+        self.step = dask.delayed(_local_step, pure=True)
+        self.total = dask.delayed(_partition_total, pure=True)
+        self.zero_objectives = None
+
+    def _flat(self, models):
+        """``[(problem, coef, intercept), ...]`` of ``{problem: [(coef, intercept), ...]}``."""
+        return [(problem, coef, intercept if self.fit_intercept else 0.0)
+                for problem, candidates in models.items() for coef, intercept in candidates]
+
+    def _split(self, models, values):
+        """``{problem: array of F}`` from the summed losses ``values`` of :meth:`_flat`."""
+        resolved = self.resolved
+        penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
+        out, position = {}, 0
+        for problem, candidates in models.items():
+            out[problem] = np.array([
+                values[position + index] / self.n_samples
+                + penalty.value(coef, alpha, l1_ratio)
+                for index, (coef, _) in enumerate(candidates)])
+            position += len(candidates)
+        return out
+
+    def run(self, problems, states, score=None):
+        import dask
+
+        score = score or {}
+        flat = self._flat(score)
+        training = {problem: states[problem] for problem in problems}
+        round_indices = {problem: int(state.get("epochs_done", 0)) + 1
+                         for problem, state in training.items()}
+        models_key = dask.delayed(flat, pure=True, traverse=False)
+        start_key = dask.delayed((0, training, np.zeros(len(flat)), {}, set()), pure=True,
+                                 traverse=False)
+        shared = self.shared
+        parts = []
+        for members in self.partitions:
+            carried = start_key
+            for block_index in members:
+                carried = self.step(
+                    shared["estimator"], self.blocks.X[block_index],
+                    self.blocks.y[block_index], self.blocks.weights[block_index],
+                    self.preparations[block_index], carried, models_key, shared["classes"],
+                    shared["class_weights"], shared["positives"], shared["resolved"],
+                    shared["seeds"], round_indices, int(block_index))
+            parts.append(self.total(carried))
+        rows, summed, losses, epoch_losses, diverged = compute(_tree_sum(parts))[0]
+        new_states = {problem: (training[problem] if problem in diverged
+                                else _averaged(summed[problem], rows, training[problem]))
+                      for problem in problems}
+        state_bytes = _state_bytes(training.values())
+        entries = {problem: {"loss_sum": epoch_losses.get(problem, 0.0),
+                             "partitions": len(self.partitions),
+                             "state_bytes": state_bytes}
+                   for problem in problems}
+        errors = {problem: StepDivergedError(
+            f"{self.name} diverged on a row block in round "
+            f"{round_indices[problem]}: lower the step size or standardize the features.")
+            for problem in diverged}
+        return new_states, entries, errors, self._split(score, losses)
+
+    def objectives(self, models):
+        return self._split(models, _blockwise_sum(self.blocks, self.shared,
+                                                  self._flat(models), gradients=False))
+
+    def loss_gradients(self, models):
+        flat = [(problem, coef, intercept) for problem, (coef, intercept) in models.items()]
+        gradients = _blockwise_sum(self.blocks, self.shared, flat,
+                                   gradients=True) / self.n_samples
+        return dict(zip(models, gradients))
+
+    def zero_objective(self, problem):
+        if self.zero_objectives is None:  # every problem's, in one pass over the blocks
+            n_features = self.blocks.n_features
+            self.zero_objectives = self.objectives(
+                {index: [(np.zeros(n_features), 0.0)] for index in range(self.n_problems)})
+        return float(self.zero_objectives[problem][0])
+
+    def samples_seen(self, problem, state):
+        return int(state.get("epochs_done", 0)) * self.n_samples
 
 
 def fit_model_averaging(estimator, X, y, sample_weight=None):
@@ -344,7 +468,8 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     estimator : BaseStochasticLinearClassifier
         Its parameters are used as in an in-memory fit; ``max_iter`` counts rounds (one
         epoch of every partition each), ``tol`` / ``n_iter_no_change`` watch the exact
-        objective.
+        objective of each binary problem (:func:`~stochsvm.linear.training.train_passes`,
+        the loop of an in-memory fit).
     X : dask array or dask DataFrame of shape (n_samples, n_features)
     y : dask array, dask Series or array-like of shape (n_samples,)
     sample_weight : same kinds as ``y`` or None
@@ -364,8 +489,7 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     warm = (estimator.warm_start and getattr(estimator, "_states", None) is not None
             and np.array_equal(getattr(estimator, "classes_", None), classes)
             and getattr(estimator, "_states_features", None) == blocks.n_features)
-    for attribute in ("feature_names_in_",):
-        estimator.__dict__.pop(attribute, None)
+    estimator.__dict__.pop("feature_names_in_", None)
     estimator.classes_ = classes
     estimator.n_features_in_ = blocks.n_features
     class_weights = _class_weights(estimator, classes, blocks.counts)
@@ -375,143 +499,15 @@ def fit_model_averaging(estimator, X, y, sample_weight=None):
     else:
         states = [estimator._new_state(blocks.n_features, resolved) for _ in positives]
     seeds = check_random_state(estimator.random_state).randint(SEED_BOUND, size=len(positives))
-    worker = clone(estimator)
     # shared inputs of every task: one key each in the graph, sent once per worker
     shared = {name: dask.delayed(value, pure=True, traverse=False) for name, value in {
-        "estimator": worker, "classes": classes, "class_weights": class_weights,
+        "estimator": clone(estimator), "classes": classes, "class_weights": class_weights,
         "positives": positives, "resolved": resolved, "seeds": seeds}.items()}
-    select_output = resolved["tol"] is not None
-    # several candidate outputs are several sequences, each watched on its own, as in memory
-    names = estimator._candidate_names_of(states[0])
-    several = select_output and len(names) > 1
-    monitor = TrainingMonitor(
-        tol=resolved["tol"], n_iter_no_change=resolved["n_iter_no_change"],
-        stop_key=tuple(f"objective_{name}" for name in names) if several else "objective",
-        verbose=estimator.verbose, callback=estimator.callback,
-        label=f"{type(estimator).__name__} ")
-    penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
-    n_samples = blocks.n_samples
-    start = time.perf_counter()
-
-    problem_values = []  # per round, the objective of each problem's chosen model
-    candidate_totals = []  # per round, each candidate's objective summed over the problems
-
-    def models_of(current):
-        """``(problem, coef, intercept)`` of every candidate output of every problem (the
-        solver's candidates when the fit selects its output by ``tol``, as in memory)."""
-        return [(problem, coef, intercept)
-                for problem, state in enumerate(current)
-                for coef, intercept in (estimator._output_candidates(state, resolved)
-                                        if select_output else
-                                        [estimator._model(state, resolved)])]
-
-    def chosen_of(models, losses):
-        """The exact objective summed over the problems, each at its best candidate, and
-        those candidates ``[(coef, intercept), ...]``."""
-        values, chosen = [], []
-        totals = np.zeros(len(names) if several else 1)
-        for problem in range(len(positives)):
-            scored = [(losses[index] / n_samples + penalty.value(coef, alpha, l1_ratio),
-                       index) for index, (owner, coef, _) in enumerate(models)
-                      if owner == problem]
-            if several:  # the candidates of a problem come in the order of ``names``
-                totals += [value for value, _ in scored]
-            value, index = min(scored)
-            values.append(value)
-            chosen.append(models[index][1:])
-        problem_values.append(values)
-        candidate_totals.append(totals)
-        return float(sum(values)), chosen
-
-    def record_of(iteration, samples_seen, objective):
-        entry = _record(iteration, samples_seen, objective, start, len(partitions),
-                        state_bytes)
-        if several:
-            entry.update({f"objective_{name}": float(value)
-                          for name, value in zip(names, candidate_totals[-1])})
-        return entry
-
-    partitions = _partitions(estimator, blocks.X)
-    preparations = _preparations(shared, blocks)
-    step = dask.delayed(_local_step, pure=True)
-    total = dask.delayed(_partition_total, pure=True)
-
-    def run(current, round_index, train):
-        """One round: every partition runs its blocks in order (when ``train``), the
-        partitions side by side; returns the averaged states and the exact objective of the
-        models ``current`` started from."""
-        models = models_of(current)
-        models_key = dask.delayed(models, pure=True, traverse=False)
-        start_key = dask.delayed((0, current if train else None, np.zeros(len(models))),
-                                 pure=True, traverse=False)
-        parts = []
-        for members in (partitions if train else [[i] for i in range(len(blocks.X))]):
-            carried = start_key
-            for block_index in members:
-                carried = step(shared["estimator"], blocks.X[block_index],
-                               blocks.y[block_index], blocks.weights[block_index],
-                               preparations[block_index], carried, models_key,
-                               shared["classes"], shared["class_weights"],
-                               shared["positives"], shared["resolved"], shared["seeds"],
-                               round_index, int(block_index), train)
-            parts.append(total(carried))
-        rows, summed, losses = compute(_tree_sum(parts))[0]
-        objective, chosen = chosen_of(models, losses)
-        return (None if summed is None else _averaged(summed, rows, current)), objective, \
-            chosen
-
-    # the objective of a round's starting model comes back with the round, so the record of
-    # the model after round r is made during round r + 1 (its epoch is discarded on a stop)
-    done = int(states[0].get("epochs_done", 0))
-    samples_seen, rounds, stopped = 0.0, 0, False
-    state_bytes = _state_bytes(states)
-    best = (np.inf, states, rounds, samples_seen, None)
-    best_values = None
-    for round_index in range(1, resolved["max_iter"] + 1):
-        new_states, objective, chosen = run(states, done + round_index, train=True)
-        if objective < best[0]:
-            best = (objective, states, rounds, samples_seen, chosen)
-            best_values = problem_values[-1]
-        if monitor.record(record_of(done + rounds, samples_seen, objective)):
-            # a constant-step solver goes on with a smaller step, as in memory (unless the
-            # last smaller step bought nothing)
-            if monitor.stopped_by == "tol" and monitor.last_resume_helped and all(
-                    [estimator._reduce_step_on_plateau(state) for state in new_states]):
-                monitor.resume()
-            else:
-                stopped = True
-                break
-        for state in new_states:
-            state["epochs_done"] = done + round_index
-        states, rounds = new_states, round_index
-        samples_seen += n_samples
-    if not stopped:
-        _, objective, chosen = run(states, 0, train=False)
-        if objective < best[0]:
-            best = (objective, states, rounds, samples_seen, chosen)
-            best_values = problem_values[-1]
-        monitor.record(record_of(done + rounds, samples_seen, objective))
-    # the model returned is the one of lowest exact objective among those scored: an
-    # averaged round that made the objective worse is not kept
-    _, states, rounds, samples_seen, models = best
-    if select_output and l1_ratio > 0.0:
-        models = _sparsest_models(estimator, blocks, shared, models, best_values,
-                                  problem_values, resolved)
-    converged = monitor.stopped_by == "tol"
-    if resolved["tol"] is not None and not converged and resolved["max_iter"] > 1:
-        warnings.warn(
-            f"{type(estimator).__name__} reached max_iter={resolved['max_iter']} rounds before "
-            "the stopping criterion (tol) was met; increase max_iter or tol.",
-            ConvergenceWarning)
-    estimator._states = states
-    estimator._states_features = blocks.n_features
-    estimator.coef_ = np.vstack([coef for coef, _ in models])
-    estimator.intercept_ = np.asarray(
-        [intercept if estimator.fit_intercept else 0.0 for _, intercept in models],
-        dtype=np.float64)
-    estimator.history_ = estimator._flat_history([monitor.history])
-    estimator.n_iter_ = rounds
-    estimator.t_ = float(samples_seen)
+    passes = RoundPasses(estimator, blocks, shared, resolved, len(positives))
+    results = train_passes(estimator, passes, states, resolved, resolved["max_iter"],
+                           select_output=resolved["tol"] is not None)
+    store_training(estimator, results, blocks.n_features, resolved["max_iter"], warn=True,
+                   unit="rounds")
     return estimator
 
 
@@ -526,51 +522,3 @@ def _blockwise_sum(blocks, shared, models, gradients):
                   shared["resolved"], gradients)
              for index in range(len(blocks.X))]
     return compute(_tree_sum(parts, np.add))[0]
-
-
-def _sparsest_models(estimator, blocks, shared, models, chosen_values, problem_values,
-                     resolved):
-    """The l1 output selection of an in-memory fit
-    (:meth:`~stochsvm.linear._base.BaseStochasticLinearClassifier._sparsest_within`) on the
-    row blocks: one pass for the loss gradients at the chosen models, one pass that scores
-    every truncation; ``models`` (``[(coef, intercept), ...]`` per problem) with each coef
-    replaced by its sparsest truncation within the solver's resolution. ``chosen_values``:
-    the objective of each problem's chosen model; ``problem_values``: those of every round."""
-    n_samples = blocks.n_samples
-    penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
-    intercepts = [intercept if estimator.fit_intercept else 0.0 for _, intercept in models]
-    selectable = [problem for problem, (coef, _) in enumerate(models)
-                  if np.count_nonzero(coef) >= 2]
-    if not selectable:
-        return models
-    gradients = _blockwise_sum(
-        blocks, shared, [(problem, models[problem][0], intercepts[problem])
-                         for problem in selectable], gradients=True) / n_samples
-    candidates = {problem: estimator._truncation_candidates(
-        models[problem][0], models[problem][1], gradient, resolved)
-        for problem, gradient in zip(selectable, gradients)}
-    flat = [(problem, coef, intercepts[problem])
-            for problem in selectable for coef, _ in candidates[problem]]
-    losses = _blockwise_sum(blocks, shared, flat, gradients=False)
-    recent = np.asarray(problem_values[-resolved["n_iter_no_change"]:])
-    selected = list(models)
-    position = 0
-    for problem in selectable:
-        count = len(candidates[problem])
-        objectives = [losses[position + index] / n_samples
-                      + penalty.value(coef, alpha, l1_ratio)
-                      for index, (coef, _) in enumerate(candidates[problem])]
-        position += count
-        # the solver's resolution, as in memory: the chosen objective up to tol, or the
-        # median objective of the last n_iter_no_change rounds, whichever is larger
-        chosen_value = chosen_values[problem]
-        limit = max(chosen_value + resolved["tol"] * abs(chosen_value),
-                    float(np.median(recent[:, problem])))
-        coef = sparsest_accepted(models[problem][0], candidates[problem], objectives, limit)
-        selected[problem] = (coef, models[problem][1])
-    return selected
-
-def _record(iteration, samples_seen, objective, start, partitions, state_bytes):
-    return {"iteration": int(iteration), "samples_seen": int(samples_seen),
-            "objective": objective, "seconds": time.perf_counter() - start,
-            "partitions": int(partitions), "state_bytes": int(state_bytes)}

@@ -35,13 +35,11 @@ A subclass supplies the solver through four hooks:
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Mapping
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -49,9 +47,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.losses import MARGIN_LOSSES, get_margin_loss
-from .._core.monitor import TrainingMonitor, sparsest_accepted
 from .._core.penalties import get_penalty
-from .._core.precision import float64_product, float64_transposed_product
+from .._core.precision import float64_product
 from .._core.state import ArrayField, FloatField, IntField, SolverStateField
 from .._core.validation import (
     check_at_least_two_classes,
@@ -60,6 +57,7 @@ from .._core.validation import (
     validate_prediction_data,
     validate_training_data,
 )
+from .training import InMemoryPasses, StepDivergedError, store_training, train_passes
 
 __all__ = ["BaseStochasticLinearClassifier", "LinearSettings", "StepDivergedError",
            "automatic_alpha", "linear_objective", "mean_squared_row_norm", "squared_total"]
@@ -176,13 +174,6 @@ class LinearSettings(Mapping):
         return LinearSettings({**self._values, **changes})
 
 
-class StepDivergedError(ValueError):
-    """An epoch's iterate diverged: the step is too large for the data. A ``fit`` with a
-    ``tol`` restarts with a smaller step where the solver can take one
-    (:meth:`BaseStochasticLinearClassifier._restart_with_smaller_step`); otherwise the error
-    reaches the caller, with what to change."""
-
-
 def linear_objective(X, y_signed, weights, coef, intercept, loss, penalty, alpha, l1_ratio,
                      loss_parameter=None):
     r""":math:`F(w, b)` of the module docstring for one binary problem.
@@ -212,11 +203,6 @@ def _scores(X, coef, block_bytes=1 << 20):
     about ``block_bytes`` at a time) so that scoring never copies all of ``X`` to float64.
     """
     return float64_product(X, coef, block_bytes)
-
-
-def _transposed_product(X, vector, block_bytes=1 << 20):
-    """``X.T @ vector`` in float64, by blocks of rows for float32 ``X`` (as :func:`_scores`)."""
-    return float64_transposed_product(X, vector, block_bytes)
 
 
 class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
@@ -403,7 +389,8 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
 
     def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
         """Run ``n_epochs`` epochs on every binary problem (one-vs-rest, ``n_jobs``
-        processes) and store the model, its solver states and its history."""
+        processes) and store the model, its solver states and its history
+        (:func:`~stochsvm.linear.training.train_passes`)."""
         random_state = check_random_state(self.random_state)
         seeds = random_state.randint(np.iinfo(np.int32).max, size=len(problems))
         # a fit with a tolerance scores its outputs on the whole training set after every
@@ -413,138 +400,15 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
             (index, X, y_signed, state, weights, resolved, n_epochs, int(seeds[index]),
              select_output)
             for index, (y_signed, state) in enumerate(zip(problems, states))])
-        if warn and resolved["tol"] is not None and n_epochs > 1 and not all(
-                converged for *_, converged in results):
-            warnings.warn(
-                f"{type(self).__name__} reached max_iter={n_epochs} epochs before the "
-                "stopping criterion (tol) was met; increase max_iter or tol.",
-                ConvergenceWarning,
-            )
-        self._states = [state for state, *_ in results]
-        self._states_features = X.shape[1]
-        self.coef_ = np.vstack([coef for _, coef, *_ in results])
-        self.intercept_ = np.asarray(
-            [intercept if self.fit_intercept else 0.0 for _, _, intercept, *_ in results],
-            dtype=np.float64)
-        self.history_ = self._flat_history([history for *_, history, _, _ in results])
-        self.n_iter_ = max(epochs for *_, epochs, _ in results)
-        self.t_ = float(self._states[0]["samples_seen"])
+        store_training(self, results, X.shape[1], n_epochs, warn)
 
     def _train_problem(self, index, X, y_signed, state, weights, resolved, n_epochs, seed,
                        select_output=False):
-        """Epochs of one binary problem; returns ``(state, coef, intercept, history,
-        epochs, converged)`` (runs in a worker process when ``n_jobs`` asks for it).
-
-        With ``select_output`` (``fit`` with a ``tol``), every epoch scores the solver's
-        candidate outputs (:meth:`_output_candidates`) by the exact training objective
-        :math:`F(w, b)` in one pass over ``X``; the stopping rule watches the lowest (with
-        several candidates, each one's sequence, and stops once none improves), and the
-        model returned is the best scored over all epochs, made as sparse as the solver's
-        resolution allows when the penalty has an l1 part (:meth:`_sparsest_within`).
-        Otherwise the output is the solver's model after the last epoch.
-        """
-        label = type(self).__name__
-        label += f"[{self.classes_[index]!r}] " if len(self.classes_) > 2 else " "
-        # several candidate outputs are several sequences: each watched on its own (a lucky
-        # low of one must not end the fit while another still descends)
-        names = self._candidate_names_of(state)
-        several = select_output and len(names) > 1
-        monitor = TrainingMonitor(
-            tol=resolved["tol"],
-            n_iter_no_change=resolved["n_iter_no_change"],
-            stop_key=(tuple(f"objective_{name}" for name in names) if several
-                      else "objective"),
-            verbose=self.verbose,
-            callback=self.callback,
-            label=label,
-            problem=index,
-        )
-        n_samples = X.shape[0]
-        epoch, converged = 0, False
-        best = (np.inf, None, None)  # (objective, coef, intercept) of the best output scored
-        loss_at_zero = resolved["loss"].value(np.zeros(1), resolved.get("loss_parameter"))[0]
-        zero_objective = float(loss_at_zero * np.mean(weights))
-        for epoch in range(1, n_epochs + 1):
-            # one generator per (problem seed, epoch): a warm-started continuation
-            # visits the samples in the same orders as one longer fit
-            order = (
-                np.random.default_rng((seed, state.get("epochs_done", 0)))
-                .permutation(n_samples)
-                .astype(np.int64)
-                if self.shuffle
-                else np.arange(n_samples, dtype=np.int64)
-            )
-            try:
-                entry = self._run_epoch(state, X, y_signed, weights, order, resolved)
-            except StepDivergedError:
-                if not (select_output and self._restart_with_smaller_step(state)):
-                    raise
-                continue
-            state["epochs_done"] = state.get("epochs_done", 0) + 1
-            candidates = (self._output_candidates(state, resolved) if select_output
-                          else [self._model(state, resolved)])
-            for candidate_coef, candidate_intercept in candidates:
-                if not (np.all(np.isfinite(candidate_coef)) and np.isfinite(candidate_intercept)):
-                    raise ValueError(
-                        f"{type(self).__name__} diverged in epoch {state['epochs_done']}: the "
-                        "coefficients are no longer finite. Lower the step size (step_size, "
-                        "eta0, rho) or standardize the features.")
-            coef, intercept = candidates[0]
-            loss_sum = entry.pop("loss_sum")
-            record = {
-                "iteration": state["epochs_done"],
-                "samples_seen": int(state["samples_seen"]),
-            }
-            record.update(entry)
-            record.update(self._extra_record(state, X, y_signed, weights, resolved))
-            if select_output:
-                objectives = self._exact_objectives(X, y_signed, weights, candidates, resolved)
-                chosen = int(np.argmin(objectives))
-                coef, intercept = candidates[chosen]
-                record["objective"] = float(objectives[chosen])
-                if len(candidates) > 1:
-                    record["output"] = names[chosen]
-                    record.update({f"objective_{name}": float(value) for name, value
-                                   in zip(names, objectives)})
-                if record["objective"] <= best[0]:
-                    best = (record["objective"], coef, intercept)
-            record["running_objective"] = loss_sum / n_samples + resolved["penalty"].value(
-                coef, resolved["alpha"], resolved["l1_ratio"])
-            if monitor.record(record, {"coef": coef, "intercept": intercept}):
-                # on a plateau, a constant-step solver has reached the noise floor of its step,
-                # not the optimum: a smaller step goes on from there. A solver whose output is
-                # still worse than the zero model, F(0, 0) = mean s_i l(0), is in its first
-                # transient (large early steps, an average still dominated by them) or its
-                # step is too large: it has not converged and goes on (up to max_iter). A
-                # smaller step after which the objective did not fall by tol shows that the
-                # plateau is the optimum's neighbourhood, not the step's noise floor: stop.
-                # (a stop by the callback or the time limit is final)
-                above_zero_model = (monitor.stopped_by == "tol"
-                                    and record["objective"] >= zero_objective)
-                if monitor.stopped_by == "tol" and (
-                        ((above_zero_model or monitor.last_resume_helped)
-                         and self._reduce_step_on_plateau(state))
-                        or above_zero_model):
-                    monitor.resume()
-                    continue
-                converged = True
-                break
-        if epoch == 0:
-            coef, intercept = self._model(state, resolved)
-        elif select_output:
-            # the output of lowest objective among those scored: a stochastic solver's
-            # objective goes up as well as down from one epoch to the next
-            objective, coef, intercept = best
-            if resolved["l1_ratio"] > 0.0:
-                # the solver's resolution: its best objective up to tol, or the median
-                # objective of its last n_iter_no_change epochs, whichever is larger
-                recent = [record["objective"]
-                          for record in monitor.history[-resolved["n_iter_no_change"]:]]
-                limit = max(objective + resolved["tol"] * abs(objective),
-                            float(np.median(recent)))
-                coef = self._sparsest_within(X, y_signed, weights, coef, intercept, limit,
-                                             resolved)
-        return state, coef, intercept, monitor.history, epoch, converged
+        """Epochs of one binary problem (in a worker process when ``n_jobs`` asks for it):
+        its :class:`~stochsvm.linear.training.ProblemResult`."""
+        passes = InMemoryPasses(self, X, {index: (y_signed, seed)}, weights, resolved)
+        return train_passes(self, passes, {index: state}, resolved, n_epochs,
+                            select_output)[0]
 
     def _resolved_for_passes(self, resolved, n_samples):
         """``resolved`` for a fit whose epochs each see ``n_samples`` rows in several pieces
@@ -602,57 +466,13 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         ``_model``; a solver with an averaged and a last iterate offers both."""
         return [self._model(state, resolved)]
 
-    def _exact_objectives(self, X, y_signed, weights, candidates, resolved):
-        """:math:`F(w, b)` of each ``(coef, intercept)`` of ``candidates`` on one binary
-        problem, all scored in one pass over ``X``."""
-        coefs = np.column_stack([coef for coef, _ in candidates])
-        intercepts = np.array([intercept if self.fit_intercept else 0.0
-                               for _, intercept in candidates])
-        scores = _scores(X, coefs) + intercepts
-        losses = resolved["loss"].value(y_signed[:, None] * scores,
-                                        resolved.get("loss_parameter"))
-        penalty, alpha, l1_ratio = resolved["penalty"], resolved["alpha"], resolved["l1_ratio"]
-        return np.array([
-            float(np.dot(weights, losses[:, column]) / X.shape[0])
-            + penalty.value(coefs[:, column], alpha, l1_ratio)
-            for column in range(coefs.shape[1])])
-
-    #: fractions of the nonzero coefficients that ``_sparsest_within`` tries to zero
+    #: fractions of the nonzero coefficients that the l1 output selection tries to zero
+    #: (:mod:`stochsvm.linear.training`)
     _truncation_levels = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
-    def _sparsest_within(self, X, y_signed, weights, coef, intercept, limit, resolved):
-        r"""The sparsest truncation of ``coef`` whose training objective is at most ``limit``.
-
-        A stochastic l1 solver stops at an objective it can no longer lower by a fraction
-        ``tol``; its iterates of the last ``n_iter_no_change`` epochs scatter around it. Any
-        model whose objective is within that resolution (``limit``: the best objective times
-        ``1 + tol``, or the median objective of those last epochs when larger) is as good an
-        answer, and of those the user of an l1 penalty wants the sparsest: the exact optimum
-        is sparse, the stochastic iterates are not, because every step moves every
-        coefficient a sample touches. The candidates are
-
-        * the optimality screen: with :math:`g = \nabla_w \frac1n\sum_i s_i\ell_i` at
-          ``coef``, zero every :math:`w_j` with :math:`|g_j| \le \alpha\,\text{l1\_ratio}`,
-          the coordinates for which zero satisfies the subgradient condition of the l1 term
-          (one pass over ``X`` and one over ``X^T``);
-        * the truncations that zero the smallest 5%, 10%, 20%, ..., 90% of the nonzero
-          coefficients.
-
-        One pass over ``X`` scores all of them; the intercept is kept. Returns ``coef`` itself
-        when none qualifies.
-        """
-        if np.count_nonzero(coef) < 2:
-            return coef
-        scores = _scores(X, coef) + (intercept if self.fit_intercept else 0.0)
-        loss_derivatives = weights * y_signed * resolved["loss"].derivative(
-            y_signed * scores, resolved.get("loss_parameter"))
-        gradient = _transposed_product(X, loss_derivatives) / X.shape[0]
-        candidates = self._truncation_candidates(coef, intercept, gradient, resolved)
-        objectives = self._exact_objectives(X, y_signed, weights, candidates, resolved)
-        return sparsest_accepted(coef, candidates, objectives, limit)
-
     def _truncation_candidates(self, coef, intercept, gradient, resolved):
-        """The candidates of :meth:`_sparsest_within` as ``[(coef, intercept), ...]``, from
+        """The candidates of the l1 output selection (:mod:`stochsvm.linear.training`): the
+        sparser models that may replace the best output, ``[(coef, intercept), ...]``, from
         ``gradient``, the gradient of the mean loss at ``coef`` (without the intercept's)."""
         magnitudes = np.abs(coef)
         nonzero = np.sort(magnitudes[magnitudes > 0.0])
@@ -768,7 +588,6 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 resolved.get("loss_parameter"),
             )
         return total
-
 
 
 def as_csr_arrays(X):

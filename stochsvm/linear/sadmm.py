@@ -34,7 +34,7 @@ The output is the averaged iterate :math:`\bar z_T = \frac1T\sum_t z^t` of Theor
 ``z`` is zero; the averaged iterate is zero only where every iterate was, and the last one is
 only a little sparser (its threshold :math:`\lambda/\rho` is small next to the step each
 sample adds): a ``fit`` with a ``tol`` makes its output sparse by truncating it within the
-solver's resolution (``_sparsest_within`` of the linear base class).
+solver's resolution (:mod:`stochsvm.linear.training`).
 
 Sparse data: for a coordinate :math:`j` with :math:`x_j = 0` the updates reduce to
 :math:`z_j \leftarrow \operatorname{prox}(z_j)` and :math:`\mu_j \leftarrow \rho(z_j^{old} -
