@@ -103,38 +103,61 @@ def _assert_same_fit(reference, fitted, values, X, tolerance):
     _assert_same_model(values, reference.decision_function(X), tolerance)
 
 
+def _kept_anchor_graph_labels(model):
+    return model.binary_models_[0].get("anchors") is not None
+
+
 @pytest.mark.parametrize("feature_dtype", ["float64", "float32"])
-def test_default_check_keeps_a_candidate_on_the_device(monkeypatch, feature_dtype):
-    """The default (supervised check, manifold term): the candidates on all the labels and
-    on 3 folds in one shared pass on the device, the fold SVCs on the host; the check keeps
-    a semi-supervised candidate here, as on the NumPy path."""
+@pytest.mark.parametrize("manifold_weight, kept_keys", [
+    # the default: the anchor graph labels candidate (AGR) wins on two circles
+    (1.0, ("coefficients", "anchors", "anchor_values")),
+    # without the graph term the S3VM is the only candidate, and it wins
+    (0.0, ("coefficients", "omega", "offset")),
+])
+def test_default_check_keeps_a_candidate_on_the_device(monkeypatch, feature_dtype,
+                                                       manifold_weight, kept_keys):
+    """The default (supervised check): the trained candidates on all the labels and on 3
+    folds in one shared pass on the device, AGR on the host, the fold SVCs on the host; the
+    check keeps a semi-supervised candidate here, as on the NumPy path, and its arrays live
+    on the device."""
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
     X, y = _circles(seed=0)
     tolerance = DOUBLE_TOLERANCE if feature_dtype == "float64" else SINGLE_TOLERANCE
 
     def make():
-        return TSGS3VM(gamma=0.2, max_iter=24, random_state=0, feature_dtype=feature_dtype)
+        return TSGS3VM(gamma=0.2, max_iter=24, random_state=0, feature_dtype=feature_dtype,
+                       manifold_weight=manifold_weight)
 
     reference, through, device = _fit_three_ways(make, X, y)
     assert not _is_supervised_fallback(reference)
+    assert _kept_anchor_graph_labels(reference) == (manifold_weight > 0)
     for model, values in (through, device):
         assert not _is_supervised_fallback(model)
+        assert _kept_anchor_graph_labels(model) == (manifold_weight > 0)
         _assert_same_fit(reference, (model, values), values, X, tolerance)
     model, values = device
     state = model.binary_models_[0]
-    for key in ("coefficients", "omega", "offset"):
+    for key in kept_keys:
         assert _on_device(state[key]), key
     assert _on_device(values) and _on_device(model.classes_)
+    with sklearn.config_context(array_api_dispatch=True):
+        objective = model.objective(_strict(X), _strict(y))
+    assert objective == pytest.approx(reference.objective(X, y), rel=1e-5)
 
 
 def test_default_check_falls_back_to_the_svc_on_the_device(monkeypatch):
     """Where the check keeps no candidate the model is the SVC on the labels, trained on the
     host; its support vectors and dual coefficients live on the device and its decision
-    values are computed there."""
+    values are computed there. (Two blobs whose class boundary crosses them: neither the
+    S3VM's low-density gap nor AGR's graph follows it with these labels.)"""
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
-    X, y = _circles(seed=1)
+    rng = np.random.RandomState(0)
+    side = rng.choice([-1.0, 1.0], 600)
+    X = np.c_[3.0 * side + 0.3 * rng.randn(600), rng.randn(600)]
+    y = make_semi_supervised((X[:, 1] + 0.7 * side > 0).astype(int), n_labeled=60,
+                             random_state=0)
     reference, through, device = _fit_three_ways(
-        lambda: TSGS3VM(gamma=0.2, max_iter=24, random_state=1), X, y)
+        lambda: TSGS3VM(max_iter=24, random_state=0), X, y)
     assert _is_supervised_fallback(reference)
     for model, values in (through, device):
         assert _is_supervised_fallback(model) and model.n_iter_ == 0

@@ -61,6 +61,26 @@ nonnegative terms, with no cancellation. Node weights :math:`s_i` (a sample of i
 :math:`\Lambda_s = \operatorname{diag}(Z^\top s)`; then :math:`g = \Lambda_s^{-1} Z^\top S f`,
 :math:`L_s f = S (f - Z g)` and :math:`f^\top L_s f = \sum_{ij} s_i Z_{ij} (f_i - g_j)^2`.
 Either way :math:`L \mathbf 1 = 0` and :math:`L` is symmetric positive semi-definite.
+
+*Anchor graph regularization* (AGR; Liu, He and Chang 2010, eqs. 10-11). Soft labels are
+linear in the anchors' labels, :math:`F = Z A` with :math:`A \in \mathbb R^{m \times c}`, so
+the graph term :math:`\operatorname{tr}(F^\top L_s F) = \operatorname{tr}(A^\top \tilde L A)`
+needs only the :math:`m \times m` *reduced Laplacian* :math:`\tilde L = Z^\top L_s Z =
+G - G \Lambda_s^{-1} G` with :math:`G = Z^\top S Z` (:func:`reduced_laplacian_matrix`), and
+
+.. math::
+
+    \min_A \tfrac12 \|Z_l A - Y\|_{S_l}^2 + \tfrac{\gamma}{2} \operatorname{tr}(A^\top
+    \tilde L A) \quad\Longrightarrow\quad
+    A = (Z_l^\top S_l Z_l + \gamma \tilde L)^{-1} Z_l^\top S_l Y
+
+(one-hot :math:`Y` of the labeled rows; :func:`anchor_label_solve`), an :math:`m \times m`
+solve whatever :math:`n`. A sample :math:`x` gets :math:`z(x)^\top A` from its own anchor
+weights (the inductive form), and with Liu et al.'s class normalisation the class
+:math:`\arg\max_j z(x)^\top a_j / \nu_j`, :math:`\nu_j = \mathbf 1^\top S Z a_j /
+\mathbf 1^\top S \mathbf 1` the mean soft label of class :math:`j` (a sum in Liu et al.;
+the mean only rescales the decision values to order one). The anchors of AGR are the
+k-means centers themselves (:func:`kmeans_centers`), not the rows nearest to them.
 """
 
 from __future__ import annotations
@@ -90,6 +110,10 @@ __all__ = [
     "sampled_laplacian_residuals",
     "class_products",
     "approximate_full_gradient",
+    "kmeans_centers",
+    "reduced_laplacian_matrix",
+    "anchor_label_solve",
+    "anchor_value_decision",
 ]
 
 #: the epsilon of eq. (14)
@@ -540,3 +564,84 @@ def anchor_laplacian(graph, node_weights=None):
                                       else node_weights)).ravel()
     inverse = np.divide(1.0, degrees, out=np.zeros_like(degrees), where=degrees > 0)
     return AnchorLaplacian(weights, inverse, node_weights)
+
+
+def kmeans_centers(X, n_clusters, random_state=None, batch_size=4096):
+    r"""The ``n_clusters`` centers of mini-batch k-means (scikit-learn's ``MiniBatchKMeans``,
+    one k-means++ initialization, batches of ``batch_size``) on the rows ``X``, float64 of
+    shape ``(n_clusters, n_features)``: the anchors of AGR (Liu, He and Chang 2010 use the
+    centers; :func:`select_anchors` replaces each by its nearest row instead, as S3GD does).
+    The caller chooses the rows (a sample): every center is fitted on them."""
+    from sklearn.cluster import MiniBatchKMeans
+
+    if sp.issparse(X) and X.indices.dtype != np.int32 and X.nnz < np.iinfo(np.int32).max:
+        # scikit-learn's k-means accepts 32-bit CSR indices only
+        X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
+                          shape=X.shape)
+    X = X.astype(np.float64, copy=False)
+    model = MiniBatchKMeans(n_clusters=int(n_clusters), random_state=random_state, n_init=1,
+                            batch_size=int(batch_size)).fit(X)
+    return np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
+
+
+def reduced_laplacian_matrix(gram, degrees):
+    r"""The reduced Laplacian :math:`\tilde L = Z^\top L_s Z = G - G \Lambda_s^{-1} G` of an
+    anchor graph (module docstring, eq. 9 of Liu, He and Chang 2010), from the anchor Gram
+    matrix :math:`G = Z^\top S Z` (``gram``, ``m x m``) and the anchor degrees
+    :math:`\Lambda_s = \operatorname{diag}(Z^\top s)` (``degrees``, shape ``(m,)``); an anchor
+    of degree 0 (no sample tied to it) has a zero row and column in :math:`G` and is left
+    out of the product. Symmetric positive semi-definite, :math:`\tilde L \mathbf 1 = 0`
+    (as :math:`G \mathbf 1 = \Lambda_s \mathbf 1`): the ``m x m`` matrix, symmetrized
+    against rounding."""
+    gram = np.asarray(gram, dtype=np.float64)
+    degrees = np.asarray(degrees, dtype=np.float64)
+    inverse = np.divide(1.0, degrees, out=np.zeros_like(degrees), where=degrees > 0)
+    laplacian = gram - gram @ (gram * inverse[:, None])
+    return 0.5 * (laplacian + laplacian.T)
+
+
+#: the ridge of :func:`anchor_label_solve`, relative to the mean diagonal of its matrix
+ANCHOR_SOLVE_RIDGE = 1e-10
+
+
+def anchor_label_solve(labeled_gram, labeled_targets, laplacian, gamma):
+    r"""The anchor labels of AGR, :math:`A = (Z_l^\top S_l Z_l + \gamma \tilde L)^{-1}
+    Z_l^\top S_l Y` (module docstring; eq. 11 of Liu, He and Chang 2010).
+
+    Parameters
+    ----------
+    labeled_gram : ndarray of shape (m, m)
+        :math:`Z_l^\top S_l Z_l` of the labeled rows.
+    labeled_targets : ndarray of shape (m, c)
+        :math:`Z_l^\top S_l Y`.
+    laplacian : ndarray of shape (m, m)
+        :math:`\tilde L` (:func:`reduced_laplacian_matrix`).
+    gamma : float
+        :math:`\gamma > 0`, the weight of the graph term.
+
+    Returns
+    -------
+    ndarray of shape (m, c)
+
+    A ridge of :data:`ANCHOR_SOLVE_RIDGE` times the mean diagonal keeps the matrix definite
+    at rounding (an anchor tied to no labeled row and the constant null vector of
+    :math:`\tilde L`); a matrix that is still not definite is solved by least squares.
+    """
+    import scipy.linalg
+
+    matrix = np.asarray(labeled_gram, dtype=np.float64) + float(gamma) * laplacian
+    scale = max(float(np.trace(matrix)) / max(matrix.shape[0], 1), 1e-12)
+    matrix[np.diag_indices_from(matrix)] += ANCHOR_SOLVE_RIDGE * scale
+    right = np.asarray(labeled_targets, dtype=np.float64)
+    try:
+        return scipy.linalg.solve(matrix, right, assume_a="pos")
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        return np.linalg.lstsq(matrix, right, rcond=None)[0]
+
+
+def anchor_value_decision(X, anchors, values, n_neighbors, bandwidth="nearest_distance"):
+    r"""The inductive AGR decision :math:`f(x) = z(x)^\top v` of the rows ``X``: each row's
+    anchor weights :math:`z(x)` (:func:`anchor_weights`, ``n_neighbors`` nearest ``anchors``)
+    times the anchor values ``values`` (shape ``(m,)``). float64 of shape ``(n_samples,)``."""
+    index, weight = anchor_weights(X, anchors, int(n_neighbors), bandwidth, search="compiled")
+    return np.einsum("ij,ij->i", weight, np.asarray(values, dtype=np.float64)[index])

@@ -50,6 +50,14 @@ from .._core.monitor import TrainingMonitor
 from .._core.random_features import RANDOM_FEATURE_KERNELS, draw_seed
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from ._base import BaseSemiSupervisedClassifier, weight_total
+from .anchor_graph_labels import (
+    ANCHOR_MODEL_FIELDS,
+    anchor_graph_candidate,
+    anchor_graph_scores,
+    anchor_model_disagrees,
+    held_out_right,
+    kept_model,
+)
 from .manifold import build_manifold_graph, labeled_share, resolve_anchor_count
 from .safe_selection import (
     best_candidate,
@@ -276,7 +284,12 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         the held-out labels are all used.
         With ``manifold_weight > 0`` the candidates are the S3VM, the manifold term and
         both (:func:`~stochsvm.semi.safe_selection.candidate_terms`), all trained in the same
-        pass; of those that pass the test, the one with the largest statistic is kept.
+        pass, and the anchor graph labels (AGR of Liu, He & Chang 2010 on k-means anchors,
+        :mod:`stochsvm.semi.anchor_graph_labels`: an ``m x m`` solve per fold; the model is
+        then :math:`f(x) = z(x)^\top v` over the anchors, ``binary_models_`` holds
+        ``anchors``, ``anchor_values``, ``n_neighbors``, ``bandwidth``, ``n_iter_`` is 0 and
+        ``history_`` ends with a record ``anchor_graph_labels=True``); of those that pass
+        the test, the one with the largest statistic is kept (a tie: the earlier).
         ``None`` always keeps the unlabeled term (Alg. 1 as printed). The model, the
         fallback included, depends only on ``random_state`` (the check draws its folds from
         it). Measurements in the Notes.
@@ -442,7 +455,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         "offset": ArrayField("float", ("n_cached",), optional=True),
         "support_vectors": ArrayField("float", ("n_support", "n_features"), optional=True),
         "dual_coefficients": ArrayField("float", ("n_support",), optional=True),
-    }, rules=(_blocks_disagree,))
+        **ANCHOR_MODEL_FIELDS,
+    }, rules=(_blocks_disagree, anchor_model_disagrees))
 
     _parameter_constraints = {
         **SCHEDULE_PARAMETER_CONSTRAINTS,
@@ -660,9 +674,15 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             record_every=settings.record_every, weights=weights,
             manifold_weight=model_graph_weights,
             graph=self._graph(settings, X_labeled, X_unlabeled, seed))
-        wins = np.zeros(len(candidates), dtype=np.int64)
-        losses = np.zeros(len(candidates), dtype=np.int64)
+        # AGR, the last candidate (a tie goes to a trained one), where the graph term is on
+        graph_labels = anchor_graph_candidate(settings, X_labeled, X_unlabeled.__getitem__,
+                                              X_unlabeled.shape[0], seed, weights)
+        wins = np.zeros(len(candidates) + 1, dtype=np.int64)
+        losses = np.zeros(len(candidates) + 1, dtype=np.int64)
         for fold, (train, held_out) in enumerate(folds):
+            if graph_labels is not None:
+                graph_right = held_out_right(graph_labels, train, held_out, y_signed,
+                                             labeled_sw)
             train = train[supervised_subset(y_signed[train], seed)]
             supervised = supervised_state(X_labeled[train], y_signed[train], C=self._C,
                                           gamma=settings.supervised_gamma,
@@ -680,7 +700,14 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                                       1.0, -1.0) == truth
                 wins[candidate] += int(np.sum(semi_right & ~supervised_right))
                 losses[candidate] += int(np.sum(supervised_right & ~semi_right))
-        best = best_candidate(wins, losses)
+            if graph_labels is not None:
+                wins[-1] += int(np.sum(graph_right & ~supervised_right))
+                losses[-1] += int(np.sum(supervised_right & ~graph_right))
+        offered = len(candidates) + (graph_labels is not None)
+        best = best_candidate(wins[:offered], losses[:offered])
+        if best == len(candidates):
+            return kept_model(graph_labels, y_signed, labeled_sw, settings, seed, self._gamma,
+                              monitor)
         if best is not None:
             return states[best * len(subsets)], history, n_iter
         return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor, weights)
@@ -739,19 +766,28 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         if state.get("support_vectors") is not None:
             scores = scores + kernel_matrix(X, state["support_vectors"], float(state["gamma"]),
                                             str(state["kernel"])) @ state["dual_coefficients"]
+        if state.get("anchors") is not None:
+            scores = scores + anchor_graph_scores(X, state)
         return scores + float(state["intercept"])
 
     def _squared_norm_binary(self, state):
-        r"""The regularizer of the fitted model, :math:`\|\alpha\|_2^2`: the squared norm of
-        :math:`f = \sum_i \alpha_i^T \phi_i(x)` in the space of its random features, the
-        norm that every functional step shrinks by :math:`(1 - \gamma)` (eq. (7))."""
+        r"""The regularizer of the fitted model, :math:`T\|\alpha\|_2^2` for its ``T``
+        feature blocks: the squared norm of :math:`f = \sum_i \alpha_i^T \phi_i(x)` in the
+        space of the features :math:`\Phi/\sqrt{T}`, whose kernel estimates :math:`k` (the
+        blocks side by side sum ``T`` estimates); every functional step shrinks it by
+        :math:`(1 - \gamma)^2` (eq. (7)); for the
+        ``SVC`` of the check :math:`\beta^\top K \beta`; for AGR, :math:`f(x) = z(x)^\top v`
+        outside the kernel's space, :math:`\|v\|_2^2` of its anchor values, the norm of
+        :math:`f` in the space of its anchor weights (not the graph term AGR minimizes)."""
+        if state.get("anchors") is not None:
+            return float(np.sum(np.square(state["anchor_values"], dtype=np.float64)))
         coefficients = state["coefficients"]
         if state.get("support_vectors") is not None:
             dual = state["dual_coefficients"]
             vectors = state["support_vectors"]
             return float(dual @ kernel_matrix(vectors, vectors, float(state["gamma"]),
                                               str(state["kernel"])) @ dual)
-        return float(coefficients @ coefficients)
+        return float(int(state["n_blocks"]) * (coefficients @ coefficients))
 
     def model_size(self):
         """Numbers stored by the fitted model: coefficients, seeds and block counts, plus the

@@ -15,6 +15,10 @@ fold in one shared pass
   host once; the fold ``SVC`` classifies its held-out labels there, the fold candidates on
   the device, and the counts of disagreements decide on the host
   (:func:`~stochsvm.semi.safe_selection.best_candidate`);
+* the anchor graph labels candidate (AGR, :mod:`stochsvm.semi.anchor_graph_labels`) is built
+  on the host from the labeled rows and the unlabeled rows moved there a chunk at a time
+  (the NumPy path's model); kept, its anchors and anchor values move to the device, where
+  its decision values :math:`z(x)^\top v` are computed (:func:`anchor_scores_in_namespace`);
 * the fallback's support vectors and dual coefficients are moved to the device, so that its
   decision values, :math:`f(x) = \sum_s \beta_s k(x_s, x) + b`, are computed there
   (:func:`~stochsvm._core.kernels.kernel_block_in_namespace`) like those of the random
@@ -39,7 +43,8 @@ from .array_api_operations import (
     feature_scores_in_namespace,
     regenerated_feature_groups,
 )
-from .manifold_array_api import build_manifold_graph_in_namespace
+from .anchor_graph_labels import anchor_graph_candidate, held_out_right, kept_model
+from .manifold_array_api import anchor_weights_in_namespace, build_manifold_graph_in_namespace
 from .safe_selection import (
     best_candidate,
     check_folds,
@@ -52,11 +57,15 @@ from .triply_stochastic_array_api import (
     tsgs3vm_train_shared_in_namespace,
 )
 
-__all__ = ["decision_binary_in_namespace", "fit_binary_in_namespace",
-           "squared_norm_binary_in_namespace"]
+__all__ = ["anchor_scores_in_namespace", "decision_binary_in_namespace",
+           "fit_binary_in_namespace", "squared_norm_binary_in_namespace"]
 
 #: the keys of the exact SVC's part of a binary model (the fallback of the check)
 SUPERVISED_KEYS = ("coefficients", "support_vectors", "dual_coefficients")
+#: the keys of the anchor graph labels part (AGR, kept by the check)
+ANCHOR_KEYS = ("coefficients", "anchors", "anchor_values")
+#: rows whose anchor weights are computed at a time on the device (an n x m block each)
+ANCHOR_ROWS_PER_CHUNK = 16_384
 
 
 def _graph(settings, X_labeled, X_unlabeled, seed, namespace):
@@ -129,9 +138,15 @@ def _fit_checked(estimator, settings, X_labeled, y_signed, X_unlabeled, rng, see
         **_schedule(estimator, settings, settings.labeled_batch))
     # the labeled rows on the host, once: the exact SVCs train and predict there
     X_labeled_host = to_numpy(X_labeled)
-    wins = np.zeros(len(candidates), dtype=np.int64)
-    losses = np.zeros(len(candidates), dtype=np.int64)
+    # AGR on the host (the unlabeled rows moved a chunk at a time): the NumPy path's model
+    graph_labels = anchor_graph_candidate(
+        settings, X_labeled_host, lambda positions: to_numpy(X_unlabeled.take(positions)),
+        X_unlabeled.shape[0], seed, weights)
+    wins = np.zeros(len(candidates) + 1, dtype=np.int64)
+    losses = np.zeros(len(candidates) + 1, dtype=np.int64)
     for fold, (train, held_out) in enumerate(folds):
+        if graph_labels is not None:
+            graph_right = held_out_right(graph_labels, train, held_out, y_signed, labeled_sw)
         train = train[supervised_subset(y_signed[train], seed)]
         supervised = supervised_state(X_labeled_host[train], y_signed[train], C=estimator._C,
                                       gamma=settings.supervised_gamma, kernel=settings.kernel,
@@ -150,7 +165,17 @@ def _fit_checked(estimator, settings, X_labeled, y_signed, X_unlabeled, rng, see
             semi_right = np.where(values > 0, 1.0, -1.0) == truth
             wins[candidate] += int(np.sum(semi_right & ~supervised_right))
             losses[candidate] += int(np.sum(supervised_right & ~semi_right))
-    best = best_candidate(wins, losses)
+        if graph_labels is not None:
+            wins[-1] += int(np.sum(graph_right & ~supervised_right))
+            losses[-1] += int(np.sum(supervised_right & ~graph_right))
+    offered = len(candidates) + (graph_labels is not None)
+    best = best_candidate(wins[:offered], losses[:offered])
+    if best == len(candidates):
+        state, history, n_iter = kept_model(graph_labels, y_signed, labeled_sw, settings, seed,
+                                            estimator._gamma, monitor)
+        for key in ANCHOR_KEYS:
+            state[key] = to_namespace(state[key], xp, device)
+        return state, history, n_iter
     if best is not None:
         return states[best * len(subsets)], history, n_iter
     return _supervised_fallback(estimator, settings, X_labeled, X_labeled_host, y_signed, seed,
@@ -209,19 +234,51 @@ def decision_binary_in_namespace(X, state, namespace, device):
     scores = feature_scores_in_namespace(X, xp.astype(coefficients, xp.float64), n_blocks,
                                          block_size, source, np.float64, xp)
     if support_vectors is not None:
-        scores = scores + kernel_block_in_namespace(
-            X, support_vectors, kernel, gamma, 3, 0.0, "float64", xp) @ xp.astype(dual,
-                                                                                   xp.float64)
+        block = kernel_block_in_namespace(X, support_vectors, kernel, gamma, 3, 0.0,
+                                          "float64", xp)
+        scores = scores + block @ xp.astype(dual, xp.float64)
+    if state.get("anchors") is not None:
+        scores = scores + anchor_scores_in_namespace(X, state, xp, device)
     return scores + float(state["intercept"])
 
 
+def anchor_scores_in_namespace(X, state, namespace, device):
+    r"""The AGR part of a binary model on ``device``: :math:`z(x)^\top v` with each row's
+    ``n_neighbors`` nearest anchors and their weights
+    (:func:`~stochsvm.semi.manifold_array_api.anchor_weights_in_namespace`, the bandwidth of
+    the nearest distance, the only one the model stores), in chunks of
+    :data:`ANCHOR_ROWS_PER_CHUNK` rows; float64."""
+    xp = namespace
+    if str(state["bandwidth"]) != "nearest_distance":
+        raise TypeError(f"An anchor graph model of bandwidth {state['bandwidth']!r} has no "
+                        "array-API form (only 'nearest_distance'); pass X as a NumPy array.")
+    anchors, values = _model_arrays(state, xp, device, ("anchors", "anchor_values"))
+    anchors, values = xp.astype(anchors, xp.float64), xp.astype(values, xp.float64)
+    anchor_norms = xp.sum(anchors * anchors, axis=1)
+    n_neighbors = int(state["n_neighbors"])
+    parts = []
+    for start in range(0, X.shape[0], ANCHOR_ROWS_PER_CHUNK):
+        rows = X[start:min(start + ANCHOR_ROWS_PER_CHUNK, X.shape[0]), ...]
+        index, weight = anchor_weights_in_namespace(rows, anchors, anchor_norms, n_neighbors,
+                                                    xp)
+        chosen = xp.reshape(xp.take(values, xp.reshape(index, (-1,)), axis=0), index.shape)
+        parts.append(xp.sum(weight * chosen, axis=1))
+    if not parts:
+        return xp.zeros((0,), dtype=xp.float64, device=device)
+    return parts[0] if len(parts) == 1 else xp.concat(parts)
+
+
 def squared_norm_binary_in_namespace(state, namespace, device):
-    r"""The regularizer of a binary model, computed on ``device``: :math:`\|\alpha\|_2^2` of
-    the random-feature coefficients, or :math:`\beta^\top K \beta` for the ``SVC`` of the
-    check. Returns a float."""
+    r"""The regularizer of a binary model, computed on ``device``: :math:`T\|\alpha\|_2^2`
+    of the random-feature coefficients of ``T`` blocks (``TSGS3VM._squared_norm_binary``), or
+    :math:`\beta^\top K \beta` for the ``SVC`` of the check. Returns a float."""
     xp = namespace
     coefficients, support_vectors, dual = _model_arrays(
         state, xp, device, ("coefficients", "support_vectors", "dual_coefficients"))
+    if state.get("anchors") is not None:
+        # AGR: the squared norm of its anchor values (TSGS3VM._squared_norm_binary)
+        values = xp.astype(to_namespace(state["anchor_values"], xp, device), xp.float64)
+        return float(values @ values)
     if support_vectors is not None:
         dual = xp.astype(dual, xp.float64)
         kernel = kernel_block_in_namespace(support_vectors, support_vectors,
@@ -229,4 +286,4 @@ def squared_norm_binary_in_namespace(state, namespace, device):
                                            "float64", xp)
         return float(dual @ (kernel @ dual))
     coefficients = xp.astype(coefficients, xp.float64)
-    return float(coefficients @ coefficients)
+    return float(int(state["n_blocks"]) * (coefficients @ coefficients))

@@ -1,0 +1,272 @@
+r"""The anchor graph labels candidate of TSGS3VM's supervised check: anchor graph
+regularization (AGR; Liu, He and Chang, "Large graph construction for scalable
+semi-supervised learning", ICML 2010) on the labels of a fold or on all of them.
+
+Math (:mod:`stochsvm._core.anchors`, "Anchor graph regularization"): with :math:`Z` the
+:math:`n \times m` anchor weights of every training row (labeled and unlabeled, each tied to
+its ``n_neighbors`` nearest of ``m`` anchors; bandwidth the nearest distance), node weights
+:math:`s` (the sample weights; 1 without), :math:`G = Z^\top S Z` and
+:math:`\Lambda_s = \operatorname{diag}(Z^\top s)`, the reduced Laplacian
+:math:`\tilde L = G - G\Lambda_s^{-1}G` is built once; the labels of a fold give the anchor
+labels
+
+.. math::
+
+    A = (Z_l^\top S_l Z_l + \gamma \tilde L)^{-1} Z_l^\top S_l Y, \qquad
+    Y = [\mathbb 1_{y=-1}, \mathbb 1_{y=+1}],
+
+an :math:`m \times m` solve, and the binary decision of a sample with anchor weights
+:math:`z(x)` is
+
+.. math::
+
+    f(x) = z(x)^\top v, \qquad v = \frac{a_+}{\nu_+} - \frac{a_-}{\nu_-}, \qquad
+    \nu_j = \frac{s^\top Z a_j}{s^\top \mathbf 1},
+
+Liu et al.'s class normalisation (:math:`\nu_j` the mean soft label of class :math:`j` over
+every node). The model is the anchors and :math:`v`: ``m (d + 1)`` numbers.
+
+Configuration (``benchmarks/agr_candidate_study.py`` and its results; one configuration for
+every data set, as a candidate inside an estimator cannot be tuned on test data):
+
+* anchors: the k-means centers (:func:`~stochsvm._core.anchors.kmeans_centers`) of a sample of
+  :data:`KMEANS_SAMPLE_SIZE` unlabeled rows (all of them when fewer), as many as TSGS3VM's
+  manifold term (``n_anchors``, :func:`~stochsvm.semi.manifold.resolve_anchor_count`: 256
+  at large ``n``) and at most half the unlabeled rows (with an anchor per unlabeled row the
+  anchors are tied only through the labeled rows and AGR degenerates). On the generated
+  clusters (n = 20000, 200 labels) centers fitted on 2000 rows gave 0.940, on 5000 0.951, on
+  every row 0.957; the rows nearest to the centers (TSGS3VM's manifold anchors) did worse;
+* ``s = n_neighbors`` (5) anchors a row, :math:`\gamma` = :data:`GRAPH_WEIGHT` (0.01),
+  normalized soft labels.
+
+Cost: the k-means on the sample, one pass over the rows for :math:`Z` (in chunks of
+:data:`ROWS_PER_CHUNK`; only :math:`G`, the degrees and the labeled rows of :math:`Z` are
+kept: memory :math:`O(m^2 + n_l k)`), and an :math:`m \times m` solve per fold. On dask
+input every unlabeled row is read once for :math:`Z` (the model is the in-memory one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+from .._core.anchors import (
+    BANDWIDTHS,
+    anchor_label_solve,
+    anchor_value_decision,
+    anchor_weights,
+    kmeans_centers,
+    reduced_laplacian_matrix,
+)
+from .._core.state import ArrayField, IntField, StrField
+from .manifold import BANDWIDTH, DENSE_SAMPLE_NUMBERS
+
+__all__ = ["ANCHOR_MODEL_FIELDS", "AnchorGraphLabels", "GRAPH_WEIGHT", "KMEANS_SAMPLE_SIZE",
+           "ROWS_PER_CHUNK", "anchor_graph_scores", "anchor_model_disagrees",
+           "build_anchor_graph_labels", "anchor_graph_labels_count", "held_out_right",
+           "kept_record", "CANDIDATE", "anchor_graph_candidate", "kept_model"]
+
+#: :math:`\gamma`, the weight of the graph term of AGR (the study's choice for every set)
+GRAPH_WEIGHT = 0.01
+#: unlabeled rows of the k-means sample of the anchors (at least 20 a center)
+KMEANS_SAMPLE_SIZE = 10_000
+ROWS_PER_CENTER = 20
+#: rows whose anchor weights are computed at a time
+ROWS_PER_CHUNK = 16_384
+#: the candidate's name in ``history_`` and in the check
+CANDIDATE = "anchor_graph_labels"
+
+#: the keys of a binary model of TSGS3VM that hold an AGR model (all optional: present
+#: together, on a model whose random-feature part is empty)
+ANCHOR_MODEL_FIELDS = {
+    "anchors": ArrayField("float", ("n_anchor_rows", "n_features"), optional=True),
+    "anchor_values": ArrayField("float", ("n_anchor_rows",), optional=True),
+    "n_neighbors": IntField(minimum=1, optional=True),
+    "bandwidth": StrField(BANDWIDTHS, optional=True),
+}
+
+
+def anchor_model_disagrees(model):
+    """What is wrong with the AGR part of a binary model (a rule of its ``DictField``), else
+    ``None``: its keys come all or none, ``n_neighbors`` is at most the anchors, and the
+    model has no random-feature block and no support vector beside it."""
+    present = [key for key in ANCHOR_MODEL_FIELDS if model.get(key) is not None]
+    if not present:
+        return None
+    if len(present) != len(ANCHOR_MODEL_FIELDS):
+        return (f"an anchor graph model needs all of {sorted(ANCHOR_MODEL_FIELDS)}, found "
+                f"only {present}")
+    if int(model["n_neighbors"]) > model["anchors"].shape[0]:
+        return (f"n_neighbors={model['n_neighbors']} exceeds the {model['anchors'].shape[0]} "
+                "anchors")
+    if int(model["n_blocks"]) != 0 or model.get("support_vectors") is not None:
+        return "an anchor graph model has no feature block and no support vector"
+    return None
+
+
+def anchor_graph_labels_count(n_anchors, n_neighbors, n_unlabeled):
+    """``(m, k)``: the anchors of the candidate, ``n_anchors`` (TSGS3VM's) at most half the
+    unlabeled rows (at least one), and the anchors a row is tied to, at most ``m``."""
+    m = int(max(1, min(n_anchors, n_unlabeled // 2)))
+    return m, int(min(n_neighbors, m))
+
+
+def _row_matrix(index, weight, n_anchors):
+    n_rows, k = index.shape
+    return sp.csr_matrix((weight.ravel(), index.ravel(), np.arange(0, n_rows * k + 1, k)),
+                         shape=(n_rows, n_anchors))
+
+
+@dataclass
+class AnchorGraphLabels:
+    r"""The anchor graph of one binary problem and its reduced Laplacian (module docstring).
+
+    Attributes
+    ----------
+    anchors : ndarray of shape (m, n_features)
+        The k-means centers, float64.
+    n_neighbors : int
+    labeled_rows : CSR matrix of shape (n_labeled, m)
+        :math:`Z_l`, the anchor weights of the labeled rows.
+    laplacian : ndarray of shape (m, m)
+        :math:`\tilde L`.
+    degrees : ndarray of shape (m,)
+        :math:`Z^\top s` over every node.
+    node_total : float
+        :math:`s^\top \mathbf 1`.
+    """
+
+    anchors: np.ndarray
+    n_neighbors: int
+    labeled_rows: sp.csr_matrix
+    laplacian: np.ndarray
+    degrees: np.ndarray
+    node_total: float
+
+    def anchor_values(self, positions, y_signed, labeled_weights=None):
+        r"""The anchor values :math:`v` of the labels ``y_signed`` (+1 / -1) of the labeled
+        rows ``positions``, weighted by ``labeled_weights`` (``None``: 1)."""
+        rows = self.labeled_rows[positions]
+        if labeled_weights is not None:
+            rows = sp.csr_matrix(rows.multiply(np.asarray(labeled_weights)[:, None]))
+        targets = np.stack([y_signed < 0, y_signed > 0], axis=1).astype(np.float64)
+        gram = (rows.T @ self.labeled_rows[positions]).toarray()
+        A = anchor_label_solve(gram, np.asarray(rows.T @ targets), self.laplacian,
+                               GRAPH_WEIGHT)
+        # Liu et al.'s class normalisation by the mean soft label of each class
+        means = self.degrees @ A / self.node_total
+        means = np.where(np.abs(means) > 1e-12, means, 1e-12)
+        return A[:, 1] / means[1] - A[:, 0] / means[0]
+
+    def labeled_decision(self, positions, values):
+        """:math:`Z_l v` for the labeled rows ``positions``."""
+        return np.asarray(self.labeled_rows[positions] @ values).ravel()
+
+    def state(self, values, template):
+        """The binary model of TSGS3VM holding this AGR model: ``template`` (the keys every
+        binary model has: ``seed``, ``block_size``, ``gamma``, ``kernel``, ``dtype``) with no
+        feature block, intercept 0, and the anchors, values, ``n_neighbors`` and bandwidth."""
+        return {**template, "coefficients": np.zeros(0), "intercept": 0.0, "n_blocks": 0,
+                "anchors": self.anchors.copy(), "anchor_values": np.asarray(values, np.float64),
+                "n_neighbors": int(self.n_neighbors), "bandwidth": BANDWIDTH}
+
+
+def build_anchor_graph_labels(X_labeled, unlabeled_rows, n_unlabeled, n_anchors, n_neighbors,
+                              seed, weights=None):
+    r"""The :class:`AnchorGraphLabels` of one binary problem.
+
+    ``unlabeled_rows(positions)`` returns the unlabeled rows at the (sorted) host positions
+    ``positions`` as a NumPy array or CSR matrix (a :class:`~stochsvm.semi._base.RowSubset`,
+    dask rows or device rows moved to the host); ``n_unlabeled`` is their count;
+    ``n_anchors`` and ``n_neighbors`` TSGS3VM's (capped by
+    :func:`anchor_graph_labels_count`); ``seed`` seeds the k-means sample and the k-means;
+    ``weights`` a :class:`~stochsvm.semi._base.SampleWeights` or ``None``."""
+    random_state = check_random_state(seed % 2 ** 32)
+    m, k = anchor_graph_labels_count(n_anchors, n_neighbors, n_unlabeled)
+    size = int(min(n_unlabeled, max(KMEANS_SAMPLE_SIZE, ROWS_PER_CENTER * m)))
+    sample = unlabeled_rows(np.sort(random_state.choice(n_unlabeled, size, replace=False)))
+    if sp.issparse(sample) and sample.shape[0] * sample.shape[1] <= DENSE_SAMPLE_NUMBERS:
+        # scikit-learn's k-means takes other steps on CSR input: dense data's centers
+        sample = sample.toarray()
+    anchors = kmeans_centers(sample, m, random_state=int(random_state.randint(2 ** 31 - 1)))
+    del sample
+    labeled_weights = None if weights is None else weights.labeled
+    unlabeled_weights = None if weights is None else weights.unlabeled
+    labeled_rows = _row_matrix(*anchor_weights(X_labeled, anchors, k, BANDWIDTH,
+                                               search="compiled"), m)
+    node_weights = (np.ones(labeled_rows.shape[0]) if labeled_weights is None
+                    else np.asarray(labeled_weights, dtype=np.float64))
+    scaled = sp.csr_matrix(labeled_rows.multiply(node_weights[:, None]))
+    gram = (scaled.T @ labeled_rows).toarray()
+    degrees = np.asarray(scaled.sum(axis=0)).ravel()
+    node_total = float(node_weights.sum())
+    # G = Z'SZ and the degrees summed chunk by chunk: Z of the unlabeled rows is never kept
+    for start in range(0, n_unlabeled, ROWS_PER_CHUNK):
+        positions = np.arange(start, min(start + ROWS_PER_CHUNK, n_unlabeled))
+        rows = _row_matrix(*anchor_weights(unlabeled_rows(positions), anchors, k, BANDWIDTH,
+                                           search="compiled"), m)
+        chunk_weights = (np.ones(positions.size) if unlabeled_weights is None
+                         else np.asarray(unlabeled_weights, dtype=np.float64)[positions])
+        scaled = sp.csr_matrix(rows.multiply(chunk_weights[:, None]))
+        gram += (scaled.T @ rows).toarray()
+        degrees += np.asarray(scaled.sum(axis=0)).ravel()
+        node_total += float(chunk_weights.sum())
+    return AnchorGraphLabels(anchors, k, labeled_rows, reduced_laplacian_matrix(gram, degrees),
+                             degrees, node_total)
+
+
+def anchor_graph_scores(X, state):
+    """The decision values :math:`z(x)^\\top v` of the AGR part of a binary model (host
+    arrays), float64 of shape (n_samples,)."""
+    return anchor_value_decision(X, state["anchors"], state["anchor_values"],
+                                 int(state["n_neighbors"]), str(state["bandwidth"]))
+
+
+def held_out_right(graph_labels, train, held_out, y_signed, labeled_weights=None):
+    """Whether AGR on the labels ``train`` (positions of the labeled rows; the other labels
+    unlabeled nodes of the graph) classifies each of the labels ``held_out`` right, as the
+    check of TSGS3VM counts a fold model's (a decision of 0 is the negative class)."""
+    values = graph_labels.anchor_values(
+        train, y_signed[train], None if labeled_weights is None else labeled_weights[train])
+    predicted = np.where(graph_labels.labeled_decision(held_out, values) > 0, 1.0, -1.0)
+    return predicted == y_signed[held_out]
+
+
+def anchor_graph_candidate(settings, X_labeled, unlabeled_rows, n_unlabeled, seed,
+                           weights=None):
+    """The AGR candidate of TSGS3VM's check for the fit's
+    :class:`~stochsvm.semi.tsgs3vm.TSGS3VMSettings` (:func:`build_anchor_graph_labels`), or
+    ``None`` where the graph term is off (``manifold_weight=0``): AGR is offered with the
+    manifold term, the other candidate that bets on the graph."""
+    if settings.manifold_weight <= 0 or n_unlabeled == 0:
+        return None
+    return build_anchor_graph_labels(X_labeled, unlabeled_rows, n_unlabeled,
+                                     settings.n_anchors, settings.n_neighbors, seed, weights)
+
+
+def kept_model(graph_labels, y_signed, labeled_weights, settings, seed, gamma, monitor):
+    """``(state, history, 0)`` of a binary problem whose check kept AGR: AGR on all the
+    labels ``y_signed`` (weighted by ``labeled_weights``), as a binary model of TSGS3VM with
+    no feature block (``seed``, the fit's ``settings`` and kernel width ``gamma`` fill its
+    other keys), and the history with :func:`kept_record`."""
+    values = graph_labels.anchor_values(np.arange(y_signed.shape[0]), y_signed,
+                                        labeled_weights)
+    template = {"seed": int(seed), "block_size": int(settings.block_size),
+                "gamma": float(gamma), "kernel": str(settings.kernel),
+                "dtype": np.dtype(settings.dtype).name}
+    return (graph_labels.state(values, template),
+            kept_record(graph_labels, values, y_signed, monitor), 0)
+
+
+def kept_record(graph_labels, values, y_signed, monitor):
+    """The history record of a fit that keeps the candidate (``anchor_graph_labels``:
+    True, ``iteration`` 0, the mean hinge loss of the AGR decision on the labels as
+    ``labeled_loss``; the callback sees it as any record). Returns the history."""
+    margins = y_signed * graph_labels.labeled_decision(np.arange(y_signed.shape[0]), values)
+    monitor.record({"iteration": 0, "samples_seen": int(y_signed.shape[0]),
+                    "labeled_loss": float(np.maximum(0.0, 1.0 - margins).mean()),
+                    "unlabeled_loss": 0.0, CANDIDATE: True})
+    return monitor.history
