@@ -21,6 +21,7 @@ __all__ = [
     "MINIMUM_CHECKED_LABELS",
     "best_candidate",
     "candidate_terms",
+    "count_held_out",
     "check_folds",
     "kernel_matrix",
     "supervised_state",
@@ -94,6 +95,14 @@ def candidate_terms(unlabeled_loss_on, manifold_weight):
         if unlabeled_loss_on:
             candidates.append(("both", True, float(manifold_weight)))
     return candidates
+
+
+def count_held_out(wins, losses, candidate, right, supervised_right):
+    """Add to ``wins[candidate]`` the held-out samples that only the candidate classifies
+    right and to ``losses[candidate]`` those that only the ``SVC`` does (boolean arrays
+    ``right`` and ``supervised_right``): the counts of :func:`unlabeled_term_passes`."""
+    wins[candidate] += int(np.sum(right & ~supervised_right))
+    losses[candidate] += int(np.sum(supervised_right & ~right))
 
 
 def best_candidate(wins, losses):

@@ -63,6 +63,7 @@ from .safe_selection import (
     best_candidate,
     candidate_terms,
     check_folds,
+    count_held_out,
     kernel_matrix,
     supervised_state,
     supervised_subset,
@@ -698,11 +699,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                 state = states[candidate * len(subsets) + 1 + fold]
                 semi_right = np.where(self._decision_binary(X_labeled[held_out], state) > 0,
                                       1.0, -1.0) == truth
-                wins[candidate] += int(np.sum(semi_right & ~supervised_right))
-                losses[candidate] += int(np.sum(supervised_right & ~semi_right))
+                count_held_out(wins, losses, candidate, semi_right, supervised_right)
             if graph_labels is not None:
-                wins[-1] += int(np.sum(graph_right & ~supervised_right))
-                losses[-1] += int(np.sum(supervised_right & ~graph_right))
+                count_held_out(wins, losses, -1, graph_right, supervised_right)
         offered = len(candidates) + (graph_labels is not None)
         best = best_candidate(wins[:offered], losses[:offered])
         if best == len(candidates):

@@ -48,6 +48,7 @@ from .manifold_array_api import anchor_weights_in_namespace, build_manifold_grap
 from .safe_selection import (
     best_candidate,
     check_folds,
+    count_held_out,
     supervised_state,
     supervised_subset,
     too_few_labels,
@@ -163,11 +164,9 @@ def _fit_checked(estimator, settings, X_labeled, y_signed, X_unlabeled, rng, see
             state = states[candidate * len(subsets) + 1 + fold]
             values = to_numpy(decision_binary_in_namespace(held_out_rows, state, xp, device))
             semi_right = np.where(values > 0, 1.0, -1.0) == truth
-            wins[candidate] += int(np.sum(semi_right & ~supervised_right))
-            losses[candidate] += int(np.sum(supervised_right & ~semi_right))
+            count_held_out(wins, losses, candidate, semi_right, supervised_right)
         if graph_labels is not None:
-            wins[-1] += int(np.sum(graph_right & ~supervised_right))
-            losses[-1] += int(np.sum(supervised_right & ~graph_right))
+            count_held_out(wins, losses, -1, graph_right, supervised_right)
     offered = len(candidates) + (graph_labels is not None)
     best = best_candidate(wins[:offered], losses[:offered])
     if best == len(candidates):
