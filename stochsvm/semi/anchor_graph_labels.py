@@ -30,10 +30,7 @@ Configuration (``benchmarks/agr_candidate_study.py`` and its results; one config
 every data set, as a candidate inside an estimator cannot be tuned on test data):
 
 * anchors: the k-means centers (:func:`~stochsvm._core.anchors.kmeans_centers`) of a sample of
-  :data:`KMEANS_SAMPLE_SIZE` unlabeled rows (all of them when fewer; on wide data at most
-  :data:`KMEANS_SAMPLE_NUMBERS` numbers, but :data:`ROWS_PER_CENTER` rows a center: the
-  k-means of 10000 Fashion-MNIST rows, d = 784, took 4.1 s of a 6.8 s fit, of 2560 rows
-  1.3 s), as many as TSGS3VM's
+  :data:`KMEANS_SAMPLE_SIZE` unlabeled rows (all of them when fewer), as many as TSGS3VM's
   manifold term (``n_anchors``, :func:`~stochsvm.semi.manifold.resolve_anchor_count`: 256
   at large ``n``) and at most half the unlabeled rows (with an anchor per unlabeled row the
   anchors are tied only through the labeled rows and AGR degenerates). On the generated
@@ -67,20 +64,16 @@ from .._core.anchors import (
 from .._core.state import ArrayField, IntField, StrField
 from .manifold import BANDWIDTH, DENSE_SAMPLE_NUMBERS
 
-__all__ = ["ANCHOR_MODEL_FIELDS", "AnchorGraphLabels", "GRAPH_WEIGHT", "KMEANS_SAMPLE_NUMBERS",
-           "KMEANS_SAMPLE_SIZE",
+__all__ = ["ANCHOR_MODEL_FIELDS", "AnchorGraphLabels", "GRAPH_WEIGHT", "KMEANS_SAMPLE_SIZE",
            "ROWS_PER_CHUNK", "anchor_graph_scores", "anchor_model_disagrees",
            "build_anchor_graph_labels", "anchor_graph_labels_count", "held_out_right",
            "kept_record", "CANDIDATE", "anchor_graph_candidate", "kept_model"]
 
 #: :math:`\gamma`, the weight of the graph term of AGR (the study's choice for every set)
 GRAPH_WEIGHT = 0.01
-#: unlabeled rows of the k-means sample of the anchors
+#: unlabeled rows of the k-means sample of the anchors (at least 20 a center)
 KMEANS_SAMPLE_SIZE = 10_000
-#: the most rows x features of that sample (wide data: fewer rows) ...
-KMEANS_SAMPLE_NUMBERS = 2_000_000
-#: ... but at least this many rows a center
-ROWS_PER_CENTER = 10
+ROWS_PER_CENTER = 20
 #: rows whose anchor weights are computed at a time
 ROWS_PER_CHUNK = 16_384
 #: the candidate's name in ``history_`` and in the check
@@ -193,8 +186,7 @@ def build_anchor_graph_labels(X_labeled, unlabeled_rows, n_unlabeled, n_anchors,
     ``weights`` a :class:`~stochsvm.semi._base.SampleWeights` or ``None``."""
     random_state = check_random_state(seed % 2 ** 32)
     m, k = anchor_graph_labels_count(n_anchors, n_neighbors, n_unlabeled)
-    wide = KMEANS_SAMPLE_NUMBERS // max(1, X_labeled.shape[1])
-    size = int(min(n_unlabeled, max(ROWS_PER_CENTER * m, min(KMEANS_SAMPLE_SIZE, wide))))
+    size = int(min(n_unlabeled, max(KMEANS_SAMPLE_SIZE, ROWS_PER_CENTER * m)))
     sample = unlabeled_rows(np.sort(random_state.choice(n_unlabeled, size, replace=False)))
     if sp.issparse(sample) and sample.shape[0] * sample.shape[1] <= DENSE_SAMPLE_NUMBERS:
         # scikit-learn's k-means takes other steps on CSR input: dense data's centers
