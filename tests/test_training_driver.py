@@ -168,3 +168,12 @@ def test_without_a_tol_the_output_is_the_last_pass():
         solver, passes, [{"samples_seen": 0, "w": np.zeros(2)}], resolved, 3, False)
     np.testing.assert_array_equal(result.coef, [3.0, 3.0])
     assert "objective" not in result.history[-1] and result.epochs == 3
+
+
+def test_passes_that_miss_a_method_are_refused():
+    class Incomplete(training.Passes):
+        def run(self, problems, states, score=None):
+            return {}, {}, {}, None
+
+    with pytest.raises(TypeError, match="abstract"):
+        Incomplete()

@@ -52,6 +52,7 @@ call (``n_jobs`` processes), on Dask all in one round, the stopped ones no longe
 from __future__ import annotations
 
 import warnings
+from abc import ABC, abstractmethod
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -70,11 +71,11 @@ class StepDivergedError(ValueError):
     reaches the caller, with what to change."""
 
 
-class Passes:
+class Passes(ABC):
     """How the passes of a fit run and how its models are scored (memory or Dask).
 
-    A subclass implements :meth:`run` and :meth:`objectives` (and :meth:`loss_gradients`
-    for the l1 output selection); the others have defaults.
+    A subclass implements :meth:`run`, :meth:`objectives`, :meth:`loss_gradients` (the l1
+    output selection) and :meth:`zero_objective`; the others have defaults.
 
     Attributes
     ----------
@@ -88,6 +89,7 @@ class Passes:
     scores_in_pass = False
     n_samples = 0
 
+    @abstractmethod
     def run(self, problems, states, score=None):
         """One pass for each problem of ``problems`` (indices) from ``states[problem]``.
 
@@ -111,20 +113,19 @@ class Passes:
         objectives : dict or None
             ``{problem: array}`` of :math:`F` of the models of ``score``.
         """
-        raise NotImplementedError  # pragma: no cover - every Passes subclass defines it
 
+    @abstractmethod
     def objectives(self, models):
         """``{problem: array of F}`` of ``{problem: [(coef, intercept), ...]}``."""
-        raise NotImplementedError  # pragma: no cover - every Passes subclass defines it
 
+    @abstractmethod
     def loss_gradients(self, models):
         r"""``{problem: gradient}`` of the mean loss in ``w`` at ``{problem: (coef,
         intercept)}``, :math:`\frac1n\sum_i s_i y_i \ell'(y_i f(x_i)) x_i`."""
-        raise NotImplementedError  # pragma: no cover - every Passes subclass defines it
 
+    @abstractmethod
     def zero_objective(self, problem):
         """:math:`F(0, 0) = \\ell(0)\\,\\frac1n\\sum_i s_i` of ``problem``."""
-        raise NotImplementedError  # pragma: no cover - every Passes subclass defines it
 
     def extra_record(self, problem, state):
         """Solver-specific record entries of ``problem`` after a pass (none by default)."""
