@@ -69,6 +69,18 @@ def _circles(seed=0, n=600):
     return X, make_semi_supervised(y, n_labeled=60, random_state=seed)
 
 
+def _board(n=1500, seed=0):
+    """32 tight blobs on an 8 x 4 grid, classes alternating (200 labels): the anchor graph
+    labels beat every SVC of the check's reference grid (see
+    ``tests/test_tsgs3vm_anchor_graph.py``)."""
+    rng = np.random.RandomState(0)
+    cell = rng.randint(0, 32, n)
+    column, row = cell % 8, cell // 8
+    X = np.c_[column + 0.12 * rng.randn(n), row + 0.12 * rng.randn(n)]
+    return X, make_semi_supervised(((column + row) % 2).astype(int), n_labeled=200,
+                                   random_state=seed)
+
+
 def _moons(n=400, n_labeled=60, seed=0):
     X, y = make_moons(n, noise=0.1, random_state=0)
     return X, make_semi_supervised(y, n_labeled=n_labeled, random_state=seed)
@@ -109,9 +121,9 @@ def _kept_anchor_graph_labels(model):
 
 @pytest.mark.parametrize("feature_dtype", ["float64", "float32"])
 @pytest.mark.parametrize("manifold_weight, kept_keys", [
-    # the default: the anchor graph labels candidate (AGR) wins on two circles
+    # the default: the anchor graph labels candidate (AGR) wins on a chess board of blobs
     (1.0, ("coefficients", "anchors", "anchor_values")),
-    # without the graph term the S3VM is the only candidate, and it wins
+    # without the graph term the S3VM is the only candidate, and it wins on two circles
     (0.0, ("coefficients", "omega", "offset")),
 ])
 def test_default_check_keeps_a_candidate_on_the_device(monkeypatch, feature_dtype,
@@ -121,7 +133,7 @@ def test_default_check_keeps_a_candidate_on_the_device(monkeypatch, feature_dtyp
     check keeps a semi-supervised candidate here, as on the NumPy path, and its arrays live
     on the device."""
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
-    X, y = _circles(seed=0)
+    X, y = _board() if manifold_weight > 0 else _circles(seed=0)
     tolerance = DOUBLE_TOLERANCE if feature_dtype == "float64" else SINGLE_TOLERANCE
 
     def make():

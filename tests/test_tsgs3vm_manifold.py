@@ -137,9 +137,14 @@ def test_candidates_and_selection():
         "unlabeled_loss", "manifold", "both"]
     # none passes: the SVC
     assert best_candidate([3, 2], [1, 2]) is None
-    # the largest statistic among those that pass (w - l > 2.5 sqrt(w + l))
-    assert best_candidate([9, 20, 30], [0, 1, 10]) == 1
+    # of those that pass (w - l > 2.5 sqrt(w + l)), the most held-out labels right
+    assert best_candidate([9, 20, 30], [0, 1, 10]) == 2
+    assert best_candidate([9, 20, 30], [0, 1, 10], correct=[150, 160, 155]) == 1
     assert best_candidate([9, 0], [0, 0]) == 0
+    # the last candidate against the tuned reference: at 1.5 standard deviations
+    assert best_candidate([3, 3], [0, 0]) is None
+    assert best_candidate([3, 3], [0, 0], reference_last=True) == 1
+    assert best_candidate([9, 3], [0, 0], correct=[100, 120], reference_last=True) == 1
 
 
 def _moons(n_labeled=10, seed=0):

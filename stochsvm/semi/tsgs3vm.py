@@ -55,8 +55,8 @@ from .anchor_graph_labels import (
     anchor_graph_candidate,
     anchor_graph_scores,
     anchor_model_disagrees,
-    held_out_right,
     kept_model,
+    reference_counts,
 )
 from .manifold import build_manifold_graph, labeled_share, resolve_anchor_count
 from .safe_selection import (
@@ -679,11 +679,11 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         graph_labels = anchor_graph_candidate(settings, X_labeled, X_unlabeled.__getitem__,
                                               X_unlabeled.shape[0], seed, weights)
         wins = np.zeros(len(candidates) + 1, dtype=np.int64)
-        losses = np.zeros(len(candidates) + 1, dtype=np.int64)
+        losses, correct = np.zeros(len(candidates) + 1, dtype=np.int64), np.zeros_like(wins)
+        if graph_labels is not None:  # AGR, judged on its own folds
+            wins[-1], losses[-1], correct[-1] = reference_counts(
+                graph_labels, X_labeled, y_signed, seed, settings.kernel, labeled_sw)
         for fold, (train, held_out) in enumerate(folds):
-            if graph_labels is not None:
-                graph_right = held_out_right(graph_labels, train, held_out, y_signed,
-                                             labeled_sw)
             train = train[supervised_subset(y_signed[train], seed)]
             supervised = supervised_state(X_labeled[train], y_signed[train], C=self._C,
                                           gamma=settings.supervised_gamma,
@@ -699,11 +699,10 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                 state = states[candidate * len(subsets) + 1 + fold]
                 semi_right = np.where(self._decision_binary(X_labeled[held_out], state) > 0,
                                       1.0, -1.0) == truth
-                count_held_out(wins, losses, candidate, semi_right, supervised_right)
-            if graph_labels is not None:
-                count_held_out(wins, losses, -1, graph_right, supervised_right)
+                count_held_out(wins, losses, candidate, semi_right, supervised_right, correct)
         offered = len(candidates) + (graph_labels is not None)
-        best = best_candidate(wins[:offered], losses[:offered])
+        best = best_candidate(wins[:offered], losses[:offered], correct[:offered],
+                              graph_labels is not None)
         if best == len(candidates):
             return kept_model(graph_labels, y_signed, labeled_sw, settings, seed, self._gamma,
                               monitor)

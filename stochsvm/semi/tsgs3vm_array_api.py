@@ -43,7 +43,7 @@ from .array_api_operations import (
     feature_scores_in_namespace,
     regenerated_feature_groups,
 )
-from .anchor_graph_labels import anchor_graph_candidate, held_out_right, kept_model
+from .anchor_graph_labels import anchor_graph_candidate, kept_model, reference_counts
 from .manifold_array_api import anchor_weights_in_namespace, build_manifold_graph_in_namespace
 from .safe_selection import (
     best_candidate,
@@ -144,10 +144,11 @@ def _fit_checked(estimator, settings, X_labeled, y_signed, X_unlabeled, rng, see
         settings, X_labeled_host, lambda positions: to_numpy(X_unlabeled.take(positions)),
         X_unlabeled.shape[0], seed, weights)
     wins = np.zeros(len(candidates) + 1, dtype=np.int64)
-    losses = np.zeros(len(candidates) + 1, dtype=np.int64)
+    losses, correct = np.zeros(len(candidates) + 1, dtype=np.int64), np.zeros_like(wins)
+    if graph_labels is not None:  # AGR, judged on its own folds
+        wins[-1], losses[-1], correct[-1] = reference_counts(
+            graph_labels, X_labeled_host, y_signed, seed, settings.kernel, labeled_sw)
     for fold, (train, held_out) in enumerate(folds):
-        if graph_labels is not None:
-            graph_right = held_out_right(graph_labels, train, held_out, y_signed, labeled_sw)
         train = train[supervised_subset(y_signed[train], seed)]
         supervised = supervised_state(X_labeled_host[train], y_signed[train], C=estimator._C,
                                       gamma=settings.supervised_gamma, kernel=settings.kernel,
@@ -164,11 +165,10 @@ def _fit_checked(estimator, settings, X_labeled, y_signed, X_unlabeled, rng, see
             state = states[candidate * len(subsets) + 1 + fold]
             values = to_numpy(decision_binary_in_namespace(held_out_rows, state, xp, device))
             semi_right = np.where(values > 0, 1.0, -1.0) == truth
-            count_held_out(wins, losses, candidate, semi_right, supervised_right)
-        if graph_labels is not None:
-            count_held_out(wins, losses, -1, graph_right, supervised_right)
+            count_held_out(wins, losses, candidate, semi_right, supervised_right, correct)
     offered = len(candidates) + (graph_labels is not None)
-    best = best_candidate(wins[:offered], losses[:offered])
+    best = best_candidate(wins[:offered], losses[:offered], correct[:offered],
+                          graph_labels is not None)
     if best == len(candidates):
         state, history, n_iter = kept_model(graph_labels, y_signed, labeled_sw, settings, seed,
                                             estimator._gamma, monitor)
