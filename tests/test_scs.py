@@ -548,7 +548,7 @@ def test_incremental_hinge_products_equal_the_product_from_scratch(seed, dtype):
         state = np.zeros(scs.N_STATE)
         state[scs.INITIAL], state[scs.FRESH] = 1.0, float(step == 0)
         done, _ = scs.sample_iterations(gram, size, labels, costs, iterate, work,
-                                        np.zeros(scs.N_SETTINGS), state,
+                                        scs.iteration_settings(), state,
                                         np.zeros((1, scs.N_RECORDS)), 0, 0)
         assert done == 0
         v = np.where(labels[:size] * q_point[:size] < 1.0, costs[:size] * labels[:size], 0.0)
@@ -579,7 +579,7 @@ def test_compiled_sample_iterations_equal_twin(seed, euclidean):
              "epsilon": 1e-3 * norm, "delta_min": 1e-7 * norm, "delta_max": 10.0 * norm,
              "delta_reset": 1e-2 * norm, "stall_tol": 1e-3, "patience": 10,
              "euclidean": euclidean}
-    settings = np.zeros(scs.N_SETTINGS)
+    settings = scs.iteration_settings()
     for name, position in [("m1", scs.SUFFICIENT_DECREASE), ("m2", scs.CURVATURE),
                            ("divisor", scs.DIVISOR), ("eta2", scs.ETA2),
                            ("radius_factor", scs.RADIUS_FACTOR), ("epsilon", scs.EPSILON),

@@ -59,6 +59,7 @@ from .array_api_model import (
     fit_in_namespace,
     objective_in_namespace,
 )
+from .fixed_point import FIXED_STORAGE, fixed_times
 
 __all__ = ["BaseKernelClassifier", "KERNEL_PARAMETER_CONSTRAINTS", "MAXIMUM_MARGIN_WEIGHT",
            "block_times_coefficients", "check_gram_budget", "check_margin_weight", "matvec",
@@ -154,7 +155,11 @@ class BaseKernelClassifier(BaseClassifier):
         dtype = self.kernel_dtype
         if isinstance(dtype, str) and dtype == "auto":
             dtype = self._automatic_kernel_dtype(n_samples)
-        self._kernel_dtype = resolve_kernel_dtype(dtype).name
+        # the 16-bit storage of Q^k (stochsvm.kernel.fixed_point) computes in float32
+        self._kernel_storage = dtype if isinstance(dtype, str) and dtype == FIXED_STORAGE \
+            else None
+        self._kernel_dtype = resolve_kernel_dtype(
+            "float32" if self._kernel_storage else dtype).name
         self._max_memory_mb = float(self.max_memory_mb)
         self._intercept_offset = (float(self.intercept_scaling) ** 2 if self.fit_intercept
                                   else 0.0)
@@ -365,9 +370,13 @@ def block_times_coefficients(block, coefficients):
     return block @ coefficients.T
 
 
-def matvec(block, vector):
+def matvec(block, vector, step=1.0):
     """``block @ vector`` in float64, without converting a float32 ``block`` to float64 (the
-    vector is cast down instead, so the product streams the stored matrix once)."""
+    vector is cast down instead, so the product streams the stored matrix once); for a
+    16-bit ``block`` of :mod:`stochsvm.kernel.fixed_point`, ``step * (block @ vector)``
+    with float64 sums (:func:`~stochsvm.kernel.fixed_point.fixed_times`)."""
+    if block.dtype == np.uint16:
+        return fixed_times(block, vector, step)
     if block.dtype == np.float64:
         return block @ vector
     return (block @ vector.astype(block.dtype)).astype(np.float64)

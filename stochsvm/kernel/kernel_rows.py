@@ -39,18 +39,20 @@ __all__ = ["KERNEL_CODES", "KernelRows", "N_PARAMETERS", "add_kernel_rows", "app
            "exponential", "kernel_rows_record", "streamed_products"]
 
 #: ``points`` (n_features x capacity, feature-major) and ``parameters`` (float64: the number
-#: of cached samples, gamma, degree, coef0, the intercept's offset and the kernel's code)
+#: of cached samples, gamma, degree, coef0, the intercept's offset, the kernel's code and the
+#: value of a stored unit of the cached matrix, 1 for a float matrix,
+#: :mod:`stochsvm.kernel.fixed_point`)
 KernelRows = namedtuple("KernelRows", ["points", "parameters"])
-(CACHED, GAMMA, DEGREE, COEF0, OFFSET, KIND) = range(6)
-N_PARAMETERS = 6
+(CACHED, GAMMA, DEGREE, COEF0, OFFSET, KIND, STEP) = range(7)
+N_PARAMETERS = 7
 #: columns per parallel task
 COLUMN_BLOCK = 1024
 
 
-def kernel_rows_record(points, cached, kernel, gamma, degree, coef0, offset):
+def kernel_rows_record(points, cached, kernel, gamma, degree, coef0, offset, step=1.0):
     """The :class:`KernelRows` record of feature-major ``points`` for the kernel named
-    ``kernel``."""
-    parameters = np.array([cached, gamma, degree, coef0, offset, KERNEL_CODES[kernel]],
+    ``kernel`` (``step``: the value of a stored unit of the cached matrix)."""
+    parameters = np.array([cached, gamma, degree, coef0, offset, KERNEL_CODES[kernel], step],
                           dtype=np.float64)
     return KernelRows(points, parameters)
 
@@ -86,6 +88,7 @@ def _add_block(gram, rows, weights, count, start, stop, out, source, scratch):
     coef0 = parameters[COEF0]
     offset = parameters[OFFSET]
     kind = np.int64(parameters[KIND])
+    step = parameters[STEP]
     n_features = points.shape[0]
     for k in range(count):
         row = np.int64(rows[k])
@@ -93,8 +96,9 @@ def _add_block(gram, rows, weights, count, start, stop, out, source, scratch):
         first = start
         if row < cached:
             # the cached part of the row
+            stored = weight * step
             for i in range(start, min(stop, cached)):
-                out[i] += weight * gram[row, i]
+                out[i] += stored * gram[row, i]
             first = max(start, cached)
         length = stop - first
         if length <= 0:

@@ -235,6 +235,7 @@ from .._core.probability import HeldOutValues
 from .._core.state import ArrayField, IntField
 from .._core.threads import fit_threads, using_threads
 from ._base import BaseKernelClassifier, check_gram_budget
+from .fixed_point import FIXED_KERNELS, FIXED_STORAGE, fixed_step, storage_dtype
 from .row_sources import InMemoryRows, is_row_source
 from .scs_adaptive import CALIBRATION_POINTS, MINIMUM_HELD_OUT, fit_adaptive
 from .scs_array_api import fit_adaptive_in_namespace
@@ -293,6 +294,10 @@ class SCSSettings:
     error_tol: float
     kernel_dtype: str
     max_memory_mb: float
+    # Q^k's storage: "fixed16" or the kernel_dtype, and the value of a stored unit
+    # (stochsvm.kernel.fixed_point; 1 for a float matrix)
+    kernel_storage: str = "float64"
+    kernel_step: float = 1.0
     calibration_points: int = 0
     threads: int = 1
     kernel_rows: tuple | None = None
@@ -398,8 +403,13 @@ class SCSKernelSVC(BaseKernelClassifier):
         :math:`S_k` raised the accuracy on :math:`T_k` by at most this fraction (by a paired
         upper bound, see the module docstring); more samples could then not raise its
         accuracy by more than about this fraction. 0 leaves the growth to ``sampling_tol``.
-    kernel_dtype : {"auto", "float64", "float32"} or a NumPy float type, default="auto"
-        Storage and computation type of the kernel values. float32 halves the memory of
+    kernel_dtype : {"auto", "float64", "float32", "fixed16"} or a NumPy float type, \
+default="auto"
+        Storage and computation type of the kernel values. ``"fixed16"`` computes them in
+        float32 and stores :math:`Q^k` in 16-bit fixed point (:mod:`~stochsvm.kernel.
+        fixed_point`: absolute error at most :math:`(1 + s^2) / 131070`), half the memory of
+        float32, so twice the samples fit a budget; "rbf" and "laplacian" kernels with
+        adaptive sampling on NumPy or dask input. float32 halves the memory of
         :math:`Q^k` and computes kernel rows by a float32 matrix product (about twice as fast
         as float64 on Fashion-MNIST's 784 features, three to four times on 10 features;
         squared norms in float64, values within about 20 float32 roundings of the float64
@@ -511,7 +521,8 @@ class SCSKernelSVC(BaseKernelClassifier):
         "sampling": [StrOptions({"adaptive", "every_iteration"})],
         "sampling_tol": [Interval(Real, 0, None, closed="left")],
         "error_tol": [Interval(Real, 0, 1, closed="both")],
-        "kernel_dtype": [StrOptions({"float64", "float32", "auto"}), type, np.dtype],
+        "kernel_dtype": [StrOptions({"float64", "float32", "auto", FIXED_STORAGE}), type,
+                         np.dtype],
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, fit_intercept=True,
@@ -572,7 +583,15 @@ class SCSKernelSVC(BaseKernelClassifier):
         (module docstring, "Memory") :math:`S_k` grows on dense input with the default
         metric and adaptive sampling only."""
         # the largest Q^k that max_memory_mb holds in the kernel's storage type
-        itemsize = np.dtype(self._kernel_dtype).itemsize
+        storage = self._kernel_storage or self._kernel_dtype
+        if storage == FIXED_STORAGE and (self._kernel_name not in FIXED_KERNELS
+                                         or self.sampling != "adaptive"):
+            raise ValueError(
+                f"kernel_dtype={FIXED_STORAGE!r} stores kernel values of (0, 1] and needs "
+                f"kernel in {FIXED_KERNELS} with sampling='adaptive'; got kernel="
+                f"{self._kernel_name!r}, sampling={self.sampling!r}. Use kernel_dtype="
+                "'float32'.")
+        itemsize = storage_dtype(storage).itemsize
         cached = max(self.initial_samples,
                      math.isqrt(int(self._max_memory_mb * 2**20 // itemsize)))
         past_budget = (not sparse and n_features is not None and self.metric == "rkhs"
@@ -603,7 +622,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         capacity = min(maximum, n_samples)
         cached = min(cached, capacity) if past_budget else capacity
         check_gram_budget(
-            cached, cached, self._kernel_dtype, self._max_memory_mb,
+            cached, cached, storage_dtype(storage), self._max_memory_mb,
             f"SCSKernelSVC's kernel matrix Q^k for max_samples={capacity}",
             "Lower max_samples, use kernel_dtype='float32', or raise max_memory_mb (past "
             "the budget, S_k grows on dense input with metric='rkhs' and "
@@ -624,6 +643,9 @@ class SCSKernelSVC(BaseKernelClassifier):
             stall_tol=float(self.stall_tol), sampling=self.sampling,
             sampling_tol=float(self.sampling_tol), error_tol=float(self.error_tol),
             kernel_dtype=self._kernel_dtype, max_memory_mb=self._max_memory_mb,
+            kernel_storage=storage, kernel_step=fixed_step(
+                getattr(self, "_intercept_offset", 0.0) or 0.0) if storage == FIXED_STORAGE
+            else 1.0,
             calibration_points=CALIBRATION_POINTS if self.probability else 0,
             threads=fit_threads(),
             kernel_rows=None if cached == capacity else (
@@ -648,7 +670,13 @@ class SCSKernelSVC(BaseKernelClassifier):
                                        monitor)
 
     def _check_array_api_parameters(self):
-        """The array-API form is the adaptive schedule: refuse the printed one."""
+        """The array-API form is the adaptive schedule with a float :math:`Q^k`: refuse the
+        printed one and the 16-bit matrix."""
+        if isinstance(self.kernel_dtype, str) and self.kernel_dtype == FIXED_STORAGE:
+            raise TypeError(
+                f"SCSKernelSVC(kernel_dtype={FIXED_STORAGE!r}) has no array-API form: use "
+                "kernel_dtype='float32' to train on the device of X, or pass X as a NumPy "
+                "array.")
         if self.sampling != "adaptive":
             raise TypeError(
                 f"SCSKernelSVC(sampling={self.sampling!r}) has no array-API form: the schedule "

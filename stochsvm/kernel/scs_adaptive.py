@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._base import matvec
 from ._conjugate import first_step_length
+from .fixed_point import storage_dtype, store_kernel
 from .kernel_rows import append_points, kernel_rows_record, streamed_products
 from .row_sources import stack_rows
 from .scs_iterations import (
@@ -36,7 +37,7 @@ from .scs_iterations import (
     FRESH,
     INITIAL,
     N_RECORDS,
-    N_SETTINGS,
+    KERNEL_STEP,
     N_STATE,
     N_WORK,
     NORM,
@@ -53,6 +54,7 @@ from .scs_iterations import (
     STALL_TOL,
     SUFFICIENT_DECREASE,
     Iterate,
+    iteration_settings,
     kernel_matrix_buffer,
     mirror_rows,
     sample_iterations,
@@ -100,11 +102,18 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     # below it; its pages are only touched as S_k grows. Past `cached` samples, the other
     # kernel values are computed on the fly from the points of S_k (kernel_rows)
     cached = settings.cached
-    gram = kernel_matrix_buffer(cached, settings.kernel_dtype)
+    # Q^k in the kernel's float type, or in 16-bit fixed point of unit `step`
+    # (stochsvm.kernel.fixed_point; 1 for a float matrix)
+    step = settings.kernel_step
+    gram = kernel_matrix_buffer(cached, storage_dtype(settings.kernel_storage))
+
+    def store(A, B, out):
+        return store_kernel(kernel, A, B, out, step)
+
     points = rows_record = None
     if cached < capacity:
         points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
-        rows_record = kernel_rows_record(points, cached, *settings.kernel_rows)
+        rows_record = kernel_rows_record(points, cached, *settings.kernel_rows, step)
     # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
     labels = np.zeros(capacity)
     sample_weights = np.zeros(capacity)
@@ -112,7 +121,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
     # rank-k update whose rounding differs from the product of two arrays (the models of
     # earlier versions, which indexed X twice, stay the same bit for bit)
-    kernel(sample_rows, sample_rows.copy(), out=gram[:size, :size])
+    store(sample_rows, sample_rows.copy(), gram[:size, :size])
     if points is not None:
         append_points(points, sample_rows, 0)
     source.prefetch(order[size:size + test_size(settings, size, capacity)])
@@ -122,8 +131,9 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     work = np.zeros((N_WORK, capacity))
     # Alg. 1 step 4: d_0 = -g_0 at a = 0 (written by the compiled iterations), and the unit
     # of the radii (first step length)
-    metric = np.zeros(N_SETTINGS)
+    metric = iteration_settings()
     metric[EUCLIDEAN] = 1.0 if euclidean else 0.0
+    metric[KERNEL_STEP] = step
     first_direction = np.zeros(N_STATE)
     first_direction[[FRESH, INITIAL]] = 1.0
     sample_iterations(gram, size, labels, costs, iterate, work, metric, first_direction,
@@ -135,7 +145,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                               costs[:size], float(d[:size] @ q_a[:size]),
                               float(d[:size] @ q_d[:size]), norm)
     # the constants of the compiled iterations, the radii in units of the first step length
-    constants = np.zeros(N_SETTINGS)
+    constants = iteration_settings()
     constants[[SUFFICIENT_DECREASE, CURVATURE, DIVISOR, ETA2, RADIUS_FACTOR]] = (
         settings.sufficient_decrease, settings.curvature, settings.divisor, settings.eta2,
         settings.radius_factor)
@@ -144,6 +154,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     constants[STALL_TOL] = settings.stall_tol
     constants[PATIENCE] = settings.patience or 0
     constants[EUCLIDEAN] = 1.0 if euclidean else 0.0
+    constants[KERNEL_STEP] = step
     state = np.zeros(N_STATE)
     state[DELTA] = settings.delta_init * scale
     state[NORM] = norm
@@ -184,14 +195,14 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                  sample_weights[size:size + count]) = source.take_rows(
                     order[size:size + count])
                 if not streamed:
-                    kernel(test_rows, sample_rows, out=gram[size:size + count, :size])
+                    store(test_rows, sample_rows, gram[size:size + count, :size])
                 tested = count
             if streamed:
                 scores, before, step_scores = streamed_scores(
                     kernel, test_rows, sample_rows, a, d, size, previous,
                     settings.kernel_dtype)
             else:
-                scores, before = validation_scores(gram, size, count, a, previous)
+                scores, before = validation_scores(gram, size, count, a, previous, step)
             test, error_bound, gain = validation_test(
                 settings, scores, before, size, count, labels, sample_weights, a, q_a, n)
             if test > settings.sampling_tol and (settings.error_tol == 0.0 or min(
@@ -202,8 +213,8 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                     q_a[size:size + count] = scores
                     q_d[size:size + count] = step_scores
                 else:
-                    grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d,
-                         settings.threads)
+                    grow(store, test_rows, gram, size, count, a, q_a, d, q_d,
+                         settings.threads, step)
                 if points is not None:
                     append_points(points, test_rows, size)
                 sample_rows = stack_rows(sample_rows, test_rows)
@@ -250,12 +261,12 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
         # past `cached`, no kernel row of T_k is kept
         result[3]["held_out"] = held_out_values(
             settings, kernel, source, order, size, tested if size + tested <= cached else 0,
-            gram, sample_rows, a, labels, sample_weights)
+            gram, sample_rows, a, labels, sample_weights, step)
     return result
 
 
 def held_out_values(settings, kernel, source, order, size, tested, gram, sample_rows, a,
-                    labels, sample_weights):
+                    labels, sample_weights, step=1.0):
     r"""Decision values of the final model on points it did not train on, for
     ``probability=True``: the points of the permutation after :math:`S_k`, independent of
     :math:`S_k`. The first are the last :math:`T_k` (``tested`` points), whose kernel rows
@@ -264,14 +275,16 @@ def held_out_values(settings, kernel, source, order, size, tested, gram, sample_
     against :math:`S_k` (computed in blocks of at most ``HELD_OUT_BLOCK_BYTES``).
 
     Returns a dict of ``indices`` (training positions), ``values``, ``signs`` and
-    ``weights`` (as the row source gave them)."""
+    ``weights`` (as the row source gave them). ``step``: the unit of a 16-bit ``gram``
+    (:mod:`stochsvm.kernel.fixed_point`)."""
     n = source.shape[0]
     count = min(n - size, max(size, settings.calibration_points))
     known = min(tested, count)
     values, signs, weights = np.empty(count), np.empty(count), np.empty(count)
     coefficients = a[:size]
     if known:
-        values[:known] = gram[size:size + known, :size] @ coefficients
+        values[:known] = matvec(gram[size:size + known, :size], coefficients, step) \
+            if gram.dtype == np.uint16 else gram[size:size + known, :size] @ coefficients
     signs[:known] = labels[size:size + known]
     weights[:known] = sample_weights[size:size + known]
     block = max(1, int(HELD_OUT_BLOCK_BYTES // (8 * max(size, 1))))
@@ -326,12 +339,13 @@ def test_size(settings, size, capacity):
     return count
 
 
-def validation_scores(gram, size, count, a, previous):
+def validation_scores(gram, size, count, a, previous, step=1.0):
     """The decision values on :math:`T_k` of the incumbent and of ``previous`` (``None``
-    before the first growth), from the rows of :math:`T_k` below :math:`Q^k` in ``gram``."""
+    before the first growth), from the rows of :math:`T_k` below :math:`Q^k` in ``gram``
+    (of unit ``step``, :mod:`stochsvm.kernel.fixed_point`)."""
     block = gram[size:size + count]
-    scores = matvec(block[:, :size], a[:size])
-    before = None if previous is None else matvec(block[:, :previous.size], previous)
+    scores = matvec(block[:, :size], a[:size], step)
+    before = None if previous is None else matvec(block[:, :previous.size], previous, step)
     return scores, before
 
 
@@ -394,16 +408,17 @@ def validation_test(settings, scores, before, size, count, labels, sample_weight
     return gap, (errors + 3.0) / count, gain
 
 
-def grow(kernel, test_rows, gram, size, count, a, q_a, d, q_d, threads=1):
+def grow(store, test_rows, gram, size, count, a, q_a, d, q_d, threads=1, step=1.0):
     """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
     :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
-    (training rows ``test_rows``) against itself is computed (and the columns mirrored on
-    ``threads`` threads), and the zero-padded
-    products are extended."""
+    (training rows ``test_rows``) against itself is computed (``store(A, B, out)`` writes the
+    kernel block of ``A`` and ``B`` into ``out``) and the columns mirrored on ``threads``
+    threads, and the zero-padded products are extended (``step``: the unit of a 16-bit
+    ``gram``, :mod:`stochsvm.kernel.fixed_point`)."""
     new_size = size + count
     rows = gram[size:new_size, :size]
-    kernel(test_rows, test_rows.copy(),  # copy: see fit_adaptive
-           out=gram[size:new_size, size:new_size])
+    store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
+          gram[size:new_size, size:new_size])
     mirror_rows(gram, size, new_size, threads)
-    q_a[size:new_size] = matvec(rows, a[:size])
-    q_d[size:new_size] = matvec(rows, d[:size])
+    q_a[size:new_size] = matvec(rows, a[:size], step)
+    q_d[size:new_size] = matvec(rows, d[:size], step)

@@ -27,8 +27,8 @@ from .._core.threads import map_blocks
 from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
 from .kernel_rows import CACHED, add_kernel_rows, kernel_rows_record
 
-__all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "kernel_matrix_buffer",
-           "mirror_rows", "sample_iterations"]
+__all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "iteration_settings",
+           "kernel_matrix_buffer", "mirror_rows", "sample_iterations"]
 
 # a NumPy scalar, not a Python literal: numba types a Python int constant passed from compiled
 # code as a literal (``Literal[int](40)``) and compiles the callee once more for it, besides
@@ -92,8 +92,17 @@ def append_samples(kernel, X, order, gram, size, new_size):
 # ======================================================================================
 # positions in the settings vector of sample_iterations
 (SUFFICIENT_DECREASE, CURVATURE, DIVISOR, ETA2, RADIUS_FACTOR, EPSILON, DELTA_MIN, DELTA_MAX,
- DELTA_RESET, STALL_TOL, PATIENCE, EUCLIDEAN) = range(12)
-N_SETTINGS = 12
+ DELTA_RESET, STALL_TOL, PATIENCE, EUCLIDEAN, KERNEL_STEP) = range(13)
+N_SETTINGS = 13
+
+
+def iteration_settings():
+    """A settings vector of :func:`sample_iterations`: zeros but the unit of a float
+    :math:`Q^k` (``KERNEL_STEP`` 1.0)."""
+    settings = np.zeros(N_SETTINGS)
+    settings[KERNEL_STEP] = 1.0
+    return settings
+
 # positions in the state vector (carried from one chunk of iterations to the next; INITIAL
 # asks for the first direction only)
 (DELTA, NORM, NULL_STEP, SPREAD, RESTART, RESTART_VALUE, PLATEAU_START, FRESH,
@@ -127,28 +136,29 @@ PARALLEL_WORK = 2**20
 
 
 @numba.njit(cache=True)
-def _add_rows_serial(gram, rows, weights, count, start, stop, out):
-    """``out[i] += sum_k weights[k] gram[rows[k], i]`` for ``start <= i < stop``, each entry
-    summed over ``k`` in order."""
+def _add_rows_serial(gram, rows, weights, count, start, stop, out, step):
+    """``out[i] += sum_k step weights[k] gram[rows[k], i]`` for ``start <= i < stop``, each
+    entry summed over ``k`` in order (``step``: the value of a stored unit, 1 for a float
+    ``gram``, :mod:`stochsvm.kernel.fixed_point`)."""
     for k in range(count):
         row = np.int64(rows[k])
-        weight = weights[k]
+        weight = weights[k] * step
         for i in range(start, stop):
             out[i] += weight * gram[row, i]
 
 
 @numba.njit(cache=True, parallel=True)
-def _add_rows_parallel(gram, rows, weights, count, size, out):
+def _add_rows_parallel(gram, rows, weights, count, size, out, step):
     """:func:`_add_rows_serial` over blocks of ``COLUMN_BLOCK`` columns in parallel."""
     for block in numba.prange((size + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
         start = block * COLUMN_BLOCK
         _add_rows_serial(gram, rows, weights, count, start, min(size, start + COLUMN_BLOCK),
-                         out)
+                         out, step)
 
 
 @numba.njit(cache=True)
-def add_weighted_rows(gram, rows, weights, count, size, out):
-    r"""``out[:size] += sum_k weights[k] * gram[rows[k], :size]``, :math:`Qv' = Qv + \sum_j
+def add_weighted_rows(gram, rows, weights, count, size, out, step=1.0):
+    r"""``out[:size] += sum_k step * weights[k] * gram[rows[k], :size]``, :math:`Qv' = Qv + \sum_j
     (v'_j - v_j) Q_{j\cdot}` of the subgradient's hinge part (``rows`` holds row indices
     as floats).
 
@@ -157,24 +167,24 @@ def add_weighted_rows(gram, rows, weights, count, size, out):
     whatever the number of threads, so the result is the same bit for bit on one thread or
     many (and the same as :func:`_add_rows_serial` over all columns)."""
     if count * size < PARALLEL_WORK or size <= COLUMN_BLOCK:
-        _add_rows_serial(gram, rows, weights, count, 0, size, out)
+        _add_rows_serial(gram, rows, weights, count, 0, size, out, step)
     else:
-        _add_rows_parallel(gram, rows, weights, count, size, out)
+        _add_rows_parallel(gram, rows, weights, count, size, out, step)
 
 
 @numba.njit(cache=True, parallel=True)
-def _symmetric_times_parallel(gram, vector, size, out):
-    """``out[:size] = gram[:size, :size] @ vector[:size]``, rows in parallel."""
+def _symmetric_times_parallel(gram, vector, size, out, step):
+    """``out[:size] = step * gram[:size, :size] @ vector[:size]``, rows in parallel."""
     for i in numba.prange(size):
         total = 0.0
         for j in range(size):
             total += gram[i, j] * vector[j]
-        out[i] = total
+        out[i] = total * step
 
 
 @numba.njit(cache=True)
-def symmetric_times(gram, vector, size, out):
-    """``out[:size] = gram[:size, :size] @ vector[:size]`` (the Euclidean metric's
+def symmetric_times(gram, vector, size, out, step=1.0):
+    """``out[:size] = step * gram[:size, :size] @ vector[:size]`` (the Euclidean metric's
     :math:`Qg`), each entry summed over the columns in order, rows on numba's threads once
     the work exceeds ``PARALLEL_WORK``: the same bits on one thread or many."""
     if size * size < PARALLEL_WORK:
@@ -182,9 +192,9 @@ def symmetric_times(gram, vector, size, out):
             total = 0.0
             for j in range(size):
                 total += gram[i, j] * vector[j]
-            out[i] = total
+            out[i] = total * step
     else:
-        _symmetric_times_parallel(gram, vector, size, out)
+        _symmetric_times_parallel(gram, vector, size, out, step)
 
 
 def _compiled_iterations(euclidean, parallel, on_the_fly):
@@ -212,6 +222,8 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
         delta_reset = settings[DELTA_RESET]
         stall_tol = settings[STALL_TOL]
         patience = np.int64(settings[PATIENCE])
+        # the value of a stored unit of Q: 1 for a float matrix, h in fixed point
+        kernel_step = settings[KERNEL_STEP]
         delta = state[DELTA]
         norm = state[NORM]
         null_step = state[NULL_STEP]
@@ -254,7 +266,7 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
                     # the margin y_i (Qp)_i < 1, else 0) and Qv, updated over the entries of v
                     # that changed, Qv' = Qv + sum_j (v'_j - v_j) Q_j (Q symmetric): O(changes
                     # |S_k|); recomputed from the rows of the nonzero entries when fresh or when
-                    # more than half changed. Rows of Q float32 or float64, sums float64
+                    # more than half changed. Rows of Q float or 16-bit, sums float64
                     changed = 0
                     if not fresh:
                         for i in range(size):
@@ -286,12 +298,12 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
                                             size, q_hinge, source)
                         elif parallel:
                             add_weighted_rows(gram, changed_rows, changed_weights, count,
-                                              size, q_hinge)
+                                              size, q_hinge, kernel_step)
                         else:
                             # inline (no compiled call: a cold first fit compiles less)
                             for k in range(count):
                                 row = np.int64(changed_rows[k])
-                                weight = changed_weights[k]
+                                weight = changed_weights[k] * kernel_step
                                 for i in range(size):
                                     q_hinge[i] += weight * gram[row, i]
                     fresh = False
@@ -313,13 +325,13 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
                             dg += d[i] * q_g[i]
                             gg += g[i] * q_g[i]
                     if euclidean and parallel:
-                        symmetric_times(gram, g, size, q_g)
+                        symmetric_times(gram, g, size, q_g, kernel_step)
                     elif euclidean:
                         for i in range(size):
                             total = 0.0
                             for j in range(size):
                                 total += gram[i, j] * g[j]
-                            q_g[i] = total
+                            q_g[i] = total * kernel_step
                 # eq. (5): d_k = -Nr{-d_{k-1}, g_k}, or -g_k for a reset; with d_k its norm in
                 # the metric, the margins y_i (Qa)_i and y_i (Qd)_i and d'Qa, d'Qd (step 7)
                 weight = 0.0
@@ -484,7 +496,9 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
     Parameters
     ----------
     gram : ndarray of shape (capacity, capacity)
-        :math:`Q^k` in its leading ``size x size`` block (float64 or float32).
+        :math:`Q^k` in its leading ``size x size`` block (float64, float32 or the 16-bit
+        integers of :mod:`stochsvm.kernel.fixed_point`, whose unit ``settings[KERNEL_STEP]``
+        is).
     size : int
         :math:`|S_k|`.
     labels, costs : ndarray
@@ -496,7 +510,8 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
         Scratch rows.
     settings : ndarray of shape (N_SETTINGS,)
         :math:`m_1, m_2, n, \eta_2, \gamma, \varepsilon, \delta_{min}, \delta_{max}`, the radius
-        of a restart, ``stall_tol``, the stall window (0: none), 1.0 for the Euclidean metric.
+        of a restart, ``stall_tol``, the stall window (0: none), 1.0 for the Euclidean metric,
+        the value of a stored unit of ``gram`` (1.0 for a float matrix).
     state : ndarray of shape (N_STATE,)
         Radius, :math:`\|d\|`, null step, spread, restart flag, value at the last restart,
         first iteration of the stall window, "recompute :math:`Qv`" flag, accepted steps,
@@ -522,7 +537,7 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
     """
     on_the_fly = rows is not None and size > rows.parameters[CACHED]
     if not on_the_fly:
-        rows = _NO_ROWS[gram.dtype.itemsize == 4]
+        rows = _NO_ROWS[gram.dtype != np.float64]
     parallel = size >= PARALLEL_SIZE and numba.get_num_threads() > 1
     key = (bool(settings[EUCLIDEAN] > 0.0), parallel, on_the_fly)
     if key not in _ITERATIONS:
