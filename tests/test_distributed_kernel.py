@@ -103,6 +103,16 @@ def test_dask_fit_past_the_memory_budget_is_the_in_memory_model(client):
     _assert_same_model(on_dask, in_memory)
 
 
+def test_dask_fit_with_the_16_bit_matrix_is_the_in_memory_model(client):
+    """kernel_dtype="fixed16" (stochsvm/kernel/fixed_point.py), cached and past a budget of
+    200 samples: the rows the dask source gives make the in-memory model."""
+    X, y = _moons()
+    for params in ({}, {"max_samples": 800, "max_memory_mb": 200 * 200 * 2 / 2**20}):
+        in_memory = _fit(_estimator(kernel_dtype="fixed16", **params), X, y)
+        on_dask = _fit(_estimator(kernel_dtype="fixed16", **params), *_on_dask(X, y))
+        _assert_same_model(on_dask, in_memory)
+
+
 def test_gamma_scale_and_sample_weight(client):
     """``gamma="scale"`` from the blocks' moments (equal to rounding) and weights fetched
     with their rows."""
