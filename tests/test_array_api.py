@@ -301,3 +301,21 @@ def test_gpu_benchmark_runs_its_smoke_backends_and_measures_no_device():
               "total_seconds": 1.0, "machine": {}, "scs_settings": settings, "results": rows}
     text = script.markdown(report)
     assert "Device figures: not measured" in text and "| kernel_large | cpu |" in text
+
+
+def test_scs_on_the_device_keeps_a_float_matrix_where_auto_picks_16_bits(dispatch):
+    """Above 10000 samples ``kernel_dtype="auto"`` stores a host fit's Q^k in 16-bit fixed
+    point; the device fit stores float32, within the float32 budget; ``"fixed16"`` itself
+    is refused there."""
+    X, y = _data(10500)
+    budget = 3000 * 3000 * 4 / 2**20  # 3000 samples in float32, 4242 in 16 bits
+    settings = dict(max_memory_mb=budget, max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        host = SCSKernelSVC(**settings).fit(X, y)
+        device = SCSKernelSVC(**settings).fit(_strict(X), _strict(y))
+    assert host._kernel_storage == "fixed16" and host.sample_capacity_ == 4242
+    assert device._kernel_storage is None and device.sample_capacity_ == 3000
+    assert device._kernel_dtype == "float32"
+    with pytest.raises(TypeError, match="fixed16"):
+        SCSKernelSVC(kernel_dtype="fixed16").fit(_strict(X[:300]), _strict(y[:300]))

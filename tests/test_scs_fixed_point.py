@@ -173,3 +173,16 @@ def test_fixed16_model_saves_and_loads(tmp_path):
     loaded = io.load(path)
     assert loaded.get_params()["kernel_dtype"] == "fixed16"
     np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+
+
+@pytest.mark.parametrize("settings, storage", [
+    ({}, "fixed16"), ({"kernel": "laplacian"}, "fixed16"), ({"kernel": "poly"}, None),
+    ({"sampling": "every_iteration"}, None), ({"max_samples": 10000}, None),
+])
+def test_auto_stores_16_bits_above_ten_thousand_samples(settings, storage):
+    X, y = _data(10500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SCSKernelSVC(max_iter=2, random_state=0, **settings).fit(X, y)
+    assert model._kernel_storage == storage
+    assert model._kernel_dtype == ("float64" if "max_samples" in settings else "float32")
