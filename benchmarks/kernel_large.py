@@ -15,8 +15,8 @@ Methods (one child process each, one BLAS thread, run one after the other)
 * ``C`` for every method: chosen once for SCS from {1, 10, 100} by the accuracy on a
   held-out 4,000 points of an SCS fit on 16,000 other training points (the first 20,000
   of the training set; time reported apart, as "selection").
-* ``SCSKernelSVC``: defaults (``gamma="scale"``, ``kernel_dtype="auto"``,
-  ``max_memory_mb=4096``) but ``C`` and ``random_state=0``, on the whole training set;
+* ``SCSKernelSVC``: defaults (``gamma="scale"``, ``kernel_dtype="auto"``: 16-bit fixed
+  point, ``max_memory_mb=2048``) but ``C`` and ``random_state=0``, on the whole training set;
   ``--scs-variants`` runs it with other thread counts, ``max_memory_mb`` and ``max_samples``
   (past the budget: ``max_samples`` above what the budget caches, the other kernel rows
   computed on the fly). A child's thread count sets ``NUMBA_NUM_THREADS``,
