@@ -135,14 +135,16 @@ def _scs(X, y, X_test, y_test, arguments):
     start = time.perf_counter()
     accuracy = float(model.score(X_test, y_test))
     predict = time.perf_counter() - start
-    itemsize = np.dtype(model._kernel_dtype).itemsize
+    # Q^k's storage: 16-bit fixed point ("auto" above 10,000 samples) or the kernel's float
+    storage = getattr(model, "_kernel_storage", None) or model._kernel_dtype
+    itemsize = 2 if storage == "fixed16" else np.dtype(storage).itemsize
     # the samples whose rows the budget caches (past them, rows are computed on the fly)
     cached = min(model.sample_capacity_,
                  int(np.sqrt(model.max_memory_mb * 2**20 / itemsize)))
     last = model.history_[-1]
     return {"accuracy": accuracy, "fit_seconds": seconds, "predict_seconds": predict,
             "iterations": int(model.n_iter_), "sample_size": int(model.sample_size_[0]),
-            "support": int(len(model.support_)), "kernel_dtype": model._kernel_dtype,
+            "support": int(len(model.support_)), "kernel_dtype": storage,
             "kernel_used_mib": min(model.sample_size_[0], cached) ** 2 * itemsize / 2**20,
             "kernel_reserved_mib": cached ** 2 * itemsize / 2**20,
             "threads": int(os.environ.get("NUMBA_NUM_THREADS", "0")) or None,
@@ -241,7 +243,7 @@ def worker(arguments):
         warm = np.random.RandomState(0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for dtype in ("float64", "float32"):
+            for dtype in ("float64", "float32", "fixed16"):
                 SCSKernelSVC(max_iter=60, initial_samples=20, samples_per_iter=10,
                              kernel_dtype=dtype, random_state=0).fit(warm.randn(60, 3),
                                                                      np.arange(60) % 2)
