@@ -66,6 +66,16 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 
+def sine_boundary(n_samples, seed=0, n_features=4):
+    """``(X, y)``: standard normal features, the class of ``sin(2 x_0) + x_1 > 0``, 5% of
+    the labels flipped (a nonlinear boundary with label noise, for the kernel SVMs)."""
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n_samples, n_features)
+    y = (np.sin(2.0 * X[:, 0]) + X[:, 1] > 0).astype(int)
+    flip = rng.rand(n_samples) < 0.05
+    return X, np.where(flip, 1 - y, y)
+
+
 def binary_breast_cancer():
     """Breast cancer data, standardized, as a {-1, +1} task.
 

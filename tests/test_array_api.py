@@ -23,7 +23,7 @@ from stochsvm._core.array_api import numpy_through_array_api, to_numpy
 from stochsvm._core.kernels import kernel_block, kernel_block_in_namespace
 from stochsvm.registry import SOLVERS, solver_class
 
-from .reference import binary_breast_cancer
+from .reference import binary_breast_cancer, sine_boundary
 
 array_api_strict = pytest.importorskip("array_api_strict")
 array_api_compat = pytest.importorskip("array_api_compat")
@@ -49,14 +49,6 @@ def dispatch(monkeypatch):
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
     with sklearn.config_context(array_api_dispatch=True):
         yield
-
-
-def _data(n, seed=0, features=4):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, features)
-    y = (np.sin(2.0 * X[:, 0]) + X[:, 1] > 0).astype(int)
-    flip = rng.rand(n) < 0.05
-    return X, np.where(flip, 1 - y, y)
 
 
 def _quiet_fit(model, X, y, **kwargs):
@@ -140,7 +132,7 @@ def test_scs_on_a_device_array_is_the_numpy_model(dispatch):
 def test_scs_past_the_memory_budget_on_a_device(dispatch):
     """A cached matrix of 100 samples and max_samples=400: the rows past it computed on the
     fly on the device, the sample growing as on the host, the same model."""
-    X, y = _data(600)
+    X, y = sine_boundary(600)
     settings = dict(C=10.0, max_samples=400, max_iter=400, random_state=0,
                     max_memory_mb=100 * 100 * 8 / 2**20)
     reference = _quiet_fit(SCSKernelSVC(**settings), X, y)
@@ -175,7 +167,7 @@ def test_several_classes_weights_float32_and_probabilities_on_a_device(dispatch)
 
 
 def test_a_device_model_file_holds_numpy_arrays(dispatch, tmp_path):
-    X, y = _data(300)
+    X, y = sine_boundary(300)
     model = _quiet_fit(SCSKernelSVC(max_iter=100, random_state=0), _strict(X), _strict(y))
     path = tmp_path / "device.stochsvm"
     stochsvm.save(model, path)
@@ -191,7 +183,7 @@ def test_a_device_model_file_holds_numpy_arrays(dispatch, tmp_path):
 
 
 def test_a_numpy_model_follows_device_input(dispatch):
-    X, y = _data(300)
+    X, y = sine_boundary(300)
     model = _quiet_fit(SCSKernelSVC(max_iter=100, random_state=0), X, y)
     values = model.decision_function(_strict(X))
     assert _on_device(values) and _on_device(model.predict(_strict(X)))
@@ -199,7 +191,7 @@ def test_a_numpy_model_follows_device_input(dispatch):
 
 
 def test_a_device_model_needs_input_of_its_device(dispatch):
-    X, y = _data(300)
+    X, y = sine_boundary(300)
     model = _quiet_fit(SCSKernelSVC(max_iter=50, random_state=0), _strict(X), _strict(y))
     for method in ("predict", "decision_function"):
         with pytest.raises(ValueError, match=rf"SCSKernelSVC\.{method}\(\) must use the same"):
@@ -212,7 +204,7 @@ def test_a_device_model_needs_input_of_its_device(dispatch):
 
 
 def test_random_fourier_features_on_a_device(dispatch):
-    X, _ = _data(200, features=6)
+    X, _ = sine_boundary(200, n_features=6)
     for dtype in (np.float64, np.float32):
         reference = RandomFourierFeatures(gamma="scale", n_components=50, random_state=0)
         reference.fit(X.astype(dtype))
@@ -238,7 +230,7 @@ def _without_array_api_form():
 
 @pytest.mark.parametrize("name", _without_array_api_form())
 def test_estimators_without_an_array_api_form_refuse_device_input(dispatch, name):
-    X, y = _data(60)
+    X, y = sine_boundary(60)
     estimator = solver_class(name)()
     with pytest.raises(TypeError, match=f"{name} has no array-API form.*SCSKernelSVC"):
         estimator.fit(_strict(X), _strict(y))
@@ -248,14 +240,14 @@ def test_estimators_without_an_array_api_form_refuse_device_input(dispatch, name
 
 
 def test_a_host_model_without_an_array_api_form_refuses_device_input(dispatch):
-    X, y = _data(60)
+    X, y = sine_boundary(60)
     model = _quiet_fit(stochsvm.SADMMClassifier(max_iter=2, random_state=0), X, y)
     with pytest.raises(TypeError, match="SADMMClassifier has no array-API form"):
         model.predict(_strict(X))
 
 
 def test_the_printed_schedule_and_devices_without_float64_are_refused(dispatch):
-    X, y = _data(60)
+    X, y = sine_boundary(60)
     with pytest.raises(TypeError, match="sampling='adaptive'"):
         SCSKernelSVC(sampling="every_iteration").fit(_strict(X), _strict(y))
     no_float64 = array_api_strict.Device("no_float64")
@@ -266,7 +258,7 @@ def test_the_printed_schedule_and_devices_without_float64_are_refused(dispatch):
 
 def test_the_dask_fit_refuses_device_blocks(dispatch):
     dask_array = pytest.importorskip("dask.array")
-    X, y = _data(60)
+    X, y = sine_boundary(60)
     blocks = dask_array.from_array(X, chunks=30).map_blocks(
         _strict, meta=_strict(np.empty((0, X.shape[1]))))
     with pytest.raises(TypeError, match="Dask fit of SCSKernelSVC moves NumPy blocks"):
@@ -274,7 +266,7 @@ def test_the_dask_fit_refuses_device_blocks(dispatch):
 
 
 def test_without_dispatch_device_arrays_take_the_numpy_path(monkeypatch):
-    X, y = _data(200)
+    X, y = sine_boundary(200)
     host = array_api_strict.asarray(X)  # the CPU device: NumPy reads it
     model = _quiet_fit(SCSKernelSVC(max_iter=50, random_state=0), host,
                        array_api_strict.asarray(y))
@@ -307,7 +299,7 @@ def test_scs_on_the_device_keeps_a_float_matrix_where_auto_picks_16_bits(dispatc
     """Above 10000 samples ``kernel_dtype="auto"`` stores a host fit's Q^k in 16-bit fixed
     point; the device fit stores float32, within the float32 budget; ``"fixed16"`` itself
     is refused there."""
-    X, y = _data(10500)
+    X, y = sine_boundary(10500)
     budget = 3000 * 3000 * 4 / 2**20  # 3000 samples in float32, 4242 in 16 bits
     settings = dict(max_memory_mb=budget, max_iter=3, random_state=0)
     with warnings.catch_warnings():

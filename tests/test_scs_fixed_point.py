@@ -22,15 +22,9 @@ from stochsvm.kernel.fixed_point import (
     store_kernel,
 )
 
+from .reference import sine_boundary
+
 MANY = min(2, numba.config.NUMBA_NUM_THREADS)
-
-
-def _data(n, seed=0, features=4):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, features)
-    y = (np.sin(2.0 * X[:, 0]) + X[:, 1] > 0).astype(int)
-    flip = rng.rand(n) < 0.05
-    return X, np.where(flip, 1 - y, y)
 
 
 def test_quantize_is_rounding_to_the_grid():
@@ -62,7 +56,7 @@ def test_fixed_times_is_the_scaled_product(shape):
 
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian"])
 def test_stored_kernel_is_the_rounded_float32_kernel(monkeypatch, kernel):
-    X, _ = _data(300, features=6)
+    X, _ = sine_boundary(300, n_features=6)
     offset = 1.0
 
     def values(A, B, out=None):
@@ -104,7 +98,7 @@ def test_fixed16_fit_matches_the_float32_fit(kernel, C):
 
 
 def test_fixed16_holds_twice_the_samples_of_float32_in_a_budget():
-    X, y = _data(3000)
+    X, y = sine_boundary(3000)
     budget = 400 * 400 * 4 / 2**20  # 400 samples in float32
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -117,7 +111,7 @@ def test_fixed16_holds_twice_the_samples_of_float32_in_a_budget():
 
 
 def test_fixed16_same_model_on_one_and_two_threads():
-    X, y = _data(4000)
+    X, y = sine_boundary(4000)
     models = []
     for threads in (1, MANY):
         with using_threads(threads), warnings.catch_warnings():
@@ -132,7 +126,7 @@ def test_fixed16_same_model_on_one_and_two_threads():
 def test_fixed16_past_the_budget_gives_the_cached_fixed16_model(metric):
     """400 samples cached and max_samples=1600: the rows past them are computed on the fly
     in float64 (not rounded), so the model is the cached 16-bit one's to the rounding."""
-    X, y = _data(3000)
+    X, y = sine_boundary(3000)
     settings = dict(C=10.0, max_samples=1600, max_iter=3000, kernel_dtype="fixed16",
                     random_state=0, metric=metric)
     if metric == "euclidean":
@@ -157,13 +151,13 @@ def test_fixed16_past_the_budget_gives_the_cached_fixed16_model(metric):
     ({"sampling": "every_iteration"}, "sampling='adaptive'"),
 ])
 def test_fixed16_refused_where_values_leave_the_unit_interval(settings, message):
-    X, y = _data(200)
+    X, y = sine_boundary(200)
     with pytest.raises(ValueError, match=message):
         SCSKernelSVC(kernel_dtype="fixed16", **settings).fit(X, y)
 
 
 def test_fixed16_model_saves_and_loads(tmp_path):
-    X, y = _data(1000)
+    X, y = sine_boundary(1000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = SCSKernelSVC(C=10.0, kernel_dtype="fixed16", max_iter=200,
@@ -180,7 +174,7 @@ def test_fixed16_model_saves_and_loads(tmp_path):
     ({"sampling": "every_iteration"}, None), ({"max_samples": 10000}, None),
 ])
 def test_auto_stores_16_bits_above_ten_thousand_samples(settings, storage):
-    X, y = _data(10500)
+    X, y = sine_boundary(10500)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = SCSKernelSVC(max_iter=2, random_state=0, **settings).fit(X, y)

@@ -20,15 +20,9 @@ from stochsvm.kernel.kernel_rows import (
     streamed_products,
 )
 
+from .reference import sine_boundary
+
 MANY = min(2, numba.config.NUMBA_NUM_THREADS)
-
-
-def _data(n, seed=0, features=4):
-    rng = np.random.RandomState(seed)
-    X = rng.randn(n, features)
-    y = (np.sin(2.0 * X[:, 0]) + X[:, 1] > 0).astype(int)
-    flip = rng.rand(n) < 0.05
-    return X, np.where(flip, 1 - y, y)
 
 
 def _budget_for(samples, itemsize=8):
@@ -91,7 +85,7 @@ def test_streamed_products_are_the_block_products(monkeypatch):
 def test_past_the_budget_gives_the_cached_model(dtype):
     """With the cached matrix holding 400 samples and max_samples=1600, S_k grows 100, 200,
     400, 800, 1600 as when the whole matrix is cached: the same model to rounding."""
-    X, y = _data(3000)
+    X, y = sine_boundary(3000)
     itemsize = 8 if dtype == "float64" else 4
     settings = dict(C=10.0, max_samples=1600, max_iter=3000, kernel_dtype=dtype,
                     random_state=0)
@@ -119,7 +113,7 @@ def test_past_the_budget_gives_the_cached_model(dtype):
 def test_the_sample_grows_past_the_budget_and_the_objective_is_the_data_s():
     """A budget of 700 samples and max_samples=2500: the sample reaches 2500 (growths
     capped at the cached samples, then on the fly), and f_k at the end is F on the data."""
-    X, y = _data(2500, seed=3)
+    X, y = sine_boundary(2500, seed=3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = SCSKernelSVC(C=1.0, max_samples=2500, max_memory_mb=_budget_for(700),
@@ -146,7 +140,7 @@ def test_past_the_budget_with_probabilities_and_several_classes():
 def test_no_growth_past_the_budget_where_no_row_is_computed_on_the_fly():
     """Sparse input, the Euclidean metric and sampling at every iteration keep the whole
     matrix cached: a max_samples past the budget is refused up front, naming the budget."""
-    X, y = _data(1000)
+    X, y = sine_boundary(1000)
     budget = _budget_for(200)
     for data, params in ((sp.csr_matrix(X), {}), (X, {"metric": "euclidean"}),
                          (X, {"sampling": "every_iteration"})):
