@@ -48,10 +48,47 @@ def test_fixed_times_is_the_scaled_product(shape):
     step = fixed_step(0.0)
     expected = step * (block.astype(np.float64) @ vectors)
     for threads in (1, MANY):
-        with using_threads(threads):
-            got = fixed_times(block, vectors, step)
+        got = fixed_times(block, vectors, step, threads)
         assert got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_quantize_on_threads_is_the_same():
+    rng = np.random.RandomState(2)
+    block = rng.uniform(0.0, 1.0, (700, 90)).astype(np.float32)
+    one, many = (np.empty(block.shape, dtype=np.uint16) for _ in range(2))
+    quantize(block, one, FIXED_LEVELS, 1)
+    quantize(block, many, FIXED_LEVELS, MANY)
+    np.testing.assert_array_equal(one, many)
+
+
+def _fit_in_child(connection):
+    X, y = sine_boundary(1500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SCSKernelSVC(kernel_dtype="fixed16", max_iter=100, random_state=0).fit(X, y)
+    connection.send(model.score(X, y))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_fixed16_fit_in_a_process_forked_after_parallel_loops():
+    """A fit forked from a process that already ran numba's parallel loops (OpenMP, which
+    aborts a forked child that starts it again): the 16-bit loops run on the package's
+    thread pool, so the child fits (the main job forks every fit)."""
+    import multiprocessing
+
+    from stochsvm.kernel.kernel_rows import add_kernel_rows, kernel_rows_record
+
+    points = np.random.RandomState(0).randn(3, 40)
+    add_kernel_rows(np.zeros((0, 0)), np.array([0.0]), np.array([1.0]), 1, 40, np.zeros(40),
+                    kernel_rows_record(points, 0, "rbf", 0.5, 3.0, 0.0, 0.0))
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=_fit_in_child, args=(sender,))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0
+    assert receiver.recv() > 0.8
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian"])

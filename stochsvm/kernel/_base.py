@@ -370,13 +370,14 @@ def block_times_coefficients(block, coefficients):
     return block @ coefficients.T
 
 
-def matvec(block, vector, step=1.0):
+def matvec(block, vector, step=1.0, threads=1):
     """``block @ vector`` in float64, without converting a float32 ``block`` to float64 (the
     vector is cast down instead, so the product streams the stored matrix once); for a
     16-bit ``block`` of :mod:`stochsvm.kernel.fixed_point`, ``step * (block @ vector)``
-    with float64 sums (:func:`~stochsvm.kernel.fixed_point.fixed_times`)."""
+    with float64 sums (:func:`~stochsvm.kernel.fixed_point.fixed_times`, on ``threads``
+    threads)."""
     if block.dtype == np.uint16:
-        return fixed_times(block, vector, step)
+        return fixed_times(block, vector, step, threads)
     if block.dtype == np.float64:
         return block @ vector
     return (block @ vector.astype(block.dtype)).astype(np.float64)

@@ -28,6 +28,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._core.threads import map_blocks
+
 __all__ = ["FIXED_KERNELS", "FIXED_LEVELS", "FIXED_STORAGE", "fixed_step", "fixed_times",
            "quantize", "store_kernel", "storage_dtype"]
 
@@ -39,6 +41,11 @@ FIXED_STORAGE = "fixed16"
 FIXED_KERNELS = ("rbf", "laplacian")
 #: bound on the float32 block computed before it is rounded into the matrix
 STORE_BLOCK_BYTES = 64 * 2**20
+#: rows of a task of the thread pool (:func:`stochsvm._core.threads.map_blocks`). The loops
+#: run there, compiled without the GIL, not as numba parallel loops: those start OpenMP
+#: threads, which abort in a process forked from one that has used OpenMP (scikit-learn's
+#: k-means does), as a fit in a forked worker is
+ROWS_PER_TASK = 256
 
 
 def fixed_step(offset):
@@ -51,11 +58,9 @@ def storage_dtype(storage):
     return np.dtype(np.uint16) if storage == FIXED_STORAGE else np.dtype(storage)
 
 
-@numba.njit(cache=True, parallel=True)
-def quantize(block, out, inverse_step):
-    """``out[i, j] = round(block[i, j] * inverse_step)``, clipped to [0, 65535], rows in
-    parallel (each entry alone: the same integers on any number of threads)."""
-    for i in numba.prange(block.shape[0]):
+@numba.njit(cache=True, nogil=True)
+def _quantize_rows(block, out, inverse_step, start, stop):
+    for i in range(start, stop):
         for j in range(block.shape[1]):
             value = np.float64(block[i, j]) * inverse_step + 0.5
             if value < 0.0:
@@ -65,22 +70,34 @@ def quantize(block, out, inverse_step):
             out[i, j] = np.uint16(value)
 
 
-def store_kernel(kernel, A, B, out, step):
+def _row_tasks(n_rows):
+    return [(start, min(n_rows, start + ROWS_PER_TASK))
+            for start in range(0, n_rows, ROWS_PER_TASK)]
+
+
+def quantize(block, out, inverse_step, threads=1):
+    """``out[i, j] = round(block[i, j] * inverse_step)``, clipped to [0, 65535], blocks of
+    rows on ``threads`` threads (each entry alone: the same integers on any number)."""
+    map_blocks(lambda rows: _quantize_rows(block, out, inverse_step, *rows),
+               _row_tasks(block.shape[0]), threads)
+
+
+def store_kernel(kernel, A, B, out, step, threads=1):
     """Write ``kernel(A, B)`` into ``out``: in place for a float ``out``; for a 16-bit
     ``out``, computed in blocks of rows of at most :data:`STORE_BLOCK_BYTES` in the kernel's
-    float type and rounded in (:func:`quantize`). Returns ``out``."""
+    float type and rounded in (:func:`quantize`, on ``threads`` threads). Returns ``out``."""
     if out.dtype != np.uint16:
         return kernel(A, B, out=out)
     rows = max(1, int(STORE_BLOCK_BYTES // (4 * max(out.shape[1], 1))))
     for start in range(0, out.shape[0], rows):
         stop = min(out.shape[0], start + rows)
-        quantize(kernel(A[start:stop], B), out[start:stop], 1.0 / step)
+        quantize(kernel(A[start:stop], B), out[start:stop], 1.0 / step, threads)
     return out
 
 
-@numba.njit(cache=True, parallel=True)
-def _fixed_times(block, vectors, step, out):
-    for i in numba.prange(block.shape[0]):
+@numba.njit(cache=True, nogil=True)
+def _fixed_times_rows(block, vectors, step, out, start, stop):
+    for i in range(start, stop):
         for column in range(vectors.shape[1]):
             total = 0.0
             for j in range(block.shape[1]):
@@ -88,14 +105,16 @@ def _fixed_times(block, vectors, step, out):
             out[i, column] = total * step
 
 
-def fixed_times(block, vectors, step):
+def fixed_times(block, vectors, step, threads=1):
     r"""``h * (block @ vectors)`` in float64 for a 16-bit ``block`` (rows of :math:`Q^k`) and
     float64 ``vectors`` of shape ``(block.shape[1],)`` or ``(block.shape[1], k)``: each sum
-    over the columns in order, rows in parallel (the same bits on any number of threads)."""
+    over the columns in order, blocks of rows on ``threads`` threads (the same bits on any
+    number)."""
     matrix = np.ascontiguousarray(vectors, dtype=np.float64)
     single = matrix.ndim == 1
     if single:
         matrix = matrix[:, None]
     out = np.empty((block.shape[0], matrix.shape[1]))
-    _fixed_times(block, matrix, float(step), out)
+    map_blocks(lambda rows: _fixed_times_rows(block, matrix, float(step), out, *rows),
+               _row_tasks(block.shape[0]), threads)
     return out[:, 0] if single else out

@@ -108,7 +108,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     gram = kernel_matrix_buffer(cached, storage_dtype(settings.kernel_storage))
 
     def store(A, B, out):
-        return store_kernel(kernel, A, B, out, step)
+        return store_kernel(kernel, A, B, out, step, settings.threads)
 
     points = rows_record = None
     if cached < capacity:
@@ -202,7 +202,8 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                     kernel, test_rows, sample_rows, a, d, size, previous,
                     settings.kernel_dtype)
             else:
-                scores, before = validation_scores(gram, size, count, a, previous, step)
+                scores, before = validation_scores(gram, size, count, a, previous, step,
+                                                   settings.threads)
             test, error_bound, gain = validation_test(
                 settings, scores, before, size, count, labels, sample_weights, a, q_a, n)
             if test > settings.sampling_tol and (settings.error_tol == 0.0 or min(
@@ -261,12 +262,12 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
         # past `cached`, no kernel row of T_k is kept
         result[3]["held_out"] = held_out_values(
             settings, kernel, source, order, size, tested if size + tested <= cached else 0,
-            gram, sample_rows, a, labels, sample_weights, step)
+            gram, sample_rows, a, labels, sample_weights, step, settings.threads)
     return result
 
 
 def held_out_values(settings, kernel, source, order, size, tested, gram, sample_rows, a,
-                    labels, sample_weights, step=1.0):
+                    labels, sample_weights, step=1.0, threads=1):
     r"""Decision values of the final model on points it did not train on, for
     ``probability=True``: the points of the permutation after :math:`S_k`, independent of
     :math:`S_k`. The first are the last :math:`T_k` (``tested`` points), whose kernel rows
@@ -276,15 +277,16 @@ def held_out_values(settings, kernel, source, order, size, tested, gram, sample_
 
     Returns a dict of ``indices`` (training positions), ``values``, ``signs`` and
     ``weights`` (as the row source gave them). ``step``: the unit of a 16-bit ``gram``
-    (:mod:`stochsvm.kernel.fixed_point`)."""
+    (:mod:`stochsvm.kernel.fixed_point`), whose products run on ``threads`` threads."""
     n = source.shape[0]
     count = min(n - size, max(size, settings.calibration_points))
     known = min(tested, count)
     values, signs, weights = np.empty(count), np.empty(count), np.empty(count)
     coefficients = a[:size]
     if known:
-        values[:known] = matvec(gram[size:size + known, :size], coefficients, step) \
-            if gram.dtype == np.uint16 else gram[size:size + known, :size] @ coefficients
+        rows = gram[size:size + known, :size]
+        values[:known] = matvec(rows, coefficients, step, threads) \
+            if gram.dtype == np.uint16 else rows @ coefficients
     signs[:known] = labels[size:size + known]
     weights[:known] = sample_weights[size:size + known]
     block = max(1, int(HELD_OUT_BLOCK_BYTES // (8 * max(size, 1))))
@@ -339,13 +341,15 @@ def test_size(settings, size, capacity):
     return count
 
 
-def validation_scores(gram, size, count, a, previous, step=1.0):
+def validation_scores(gram, size, count, a, previous, step=1.0, threads=1):
     """The decision values on :math:`T_k` of the incumbent and of ``previous`` (``None``
     before the first growth), from the rows of :math:`T_k` below :math:`Q^k` in ``gram``
-    (of unit ``step``, :mod:`stochsvm.kernel.fixed_point`)."""
+    (of unit ``step``, :mod:`stochsvm.kernel.fixed_point`; its products on ``threads``
+    threads)."""
     block = gram[size:size + count]
-    scores = matvec(block[:, :size], a[:size], step)
-    before = None if previous is None else matvec(block[:, :previous.size], previous, step)
+    scores = matvec(block[:, :size], a[:size], step, threads)
+    before = None if previous is None else matvec(block[:, :previous.size], previous, step,
+                                                  threads)
     return scores, before
 
 
@@ -420,5 +424,5 @@ def grow(store, test_rows, gram, size, count, a, q_a, d, q_d, threads=1, step=1.
     store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
           gram[size:new_size, size:new_size])
     mirror_rows(gram, size, new_size, threads)
-    q_a[size:new_size] = matvec(rows, a[:size], step)
-    q_d[size:new_size] = matvec(rows, d[:size], step)
+    q_a[size:new_size] = matvec(rows, a[:size], step, threads)
+    q_d[size:new_size] = matvec(rows, d[:size], step, threads)
