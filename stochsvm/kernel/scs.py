@@ -405,11 +405,11 @@ class SCSKernelSVC(BaseKernelClassifier):
         :math:`S_k` raised the accuracy on :math:`T_k` by at most this fraction (by a paired
         upper bound, see the module docstring); more samples could then not raise its
         accuracy by more than about this fraction. 0 leaves the growth to ``sampling_tol``.
-    kernel_dtype : {"auto", "float64", "float32", "fixed16"} or a NumPy float type, \
-default="auto"
-        Storage and computation type of the kernel values. ``"fixed16"`` computes them in
-        float32 and stores :math:`Q^k` in 16-bit fixed point (:mod:`~stochsvm.kernel.
-        fixed_point`: absolute error at most :math:`(1 + s^2) / 131070`), half the memory of
+    kernel_dtype : {"auto", "float64", "float32", "fixed16"} or a NumPy float type
+        Default "auto". Storage and computation type of the kernel values. ``"fixed16"``
+        computes them in float32 and stores :math:`Q^k` in 16-bit fixed point
+        (:mod:`~stochsvm.kernel.fixed_point`: absolute error at most
+        :math:`(1 + s^2) / 131070`), half the memory of
         float32, so twice the samples fit a budget; "rbf" and "laplacian" kernels with
         adaptive sampling on NumPy or dask input. float32 halves the memory of
         :math:`Q^k` and computes kernel rows by a float32 matrix product (about twice as fast
