@@ -65,11 +65,11 @@ from .._core.state import ArrayField, IntField, StrField
 from .manifold import BANDWIDTH, DENSE_SAMPLE_NUMBERS
 from .safe_selection import check_folds, count_held_out, reference_right
 
-__all__ = ["ANCHOR_MODEL_FIELDS", "AnchorGraphLabels", "GRAPH_WEIGHT", "KMEANS_SAMPLE_SIZE",
-           "GRAPH_FOLDS", "MAXIMUM_GRAPH_LABELS", "ROWS_PER_CHUNK", "anchor_graph_scores", "reference_counts",
-           "anchor_model_disagrees",
-           "build_anchor_graph_labels", "anchor_graph_labels_count", "held_out_right",
-           "kept_record", "CANDIDATE", "anchor_graph_candidate", "kept_model"]
+__all__ = ["ANCHOR_MODEL_FIELDS", "AnchorGraphLabels", "CANDIDATE", "GRAPH_FOLDS", "GRAPH_WEIGHT",
+           "KMEANS_SAMPLE_SIZE", "MAXIMUM_GRAPH_LABELS", "ROWS_PER_CHUNK",
+           "anchor_graph_candidate", "anchor_graph_labels_count", "anchor_graph_scores",
+           "anchor_model_disagrees", "build_anchor_graph_labels", "check_counts",
+           "held_out_right", "kept_model", "kept_record", "reference_counts"]
 
 #: :math:`\gamma`, the weight of the graph term of AGR (the study's choice for every set)
 GRAPH_WEIGHT = 0.01
@@ -248,10 +248,10 @@ def held_out_right(graph_labels, train, held_out, y_signed, labeled_weights=None
 
 
 def reference_counts(graph_labels, X_labeled, y_signed, seed, kernel, labeled_weights=None):
-    """``(wins, losses, correct)`` of AGR in TSGS3VM's check: over :data:`GRAPH_FOLDS` stratified folds
-    of the labels (fewer when a class has fewer labels; shuffled from ``seed``), the held-out
-    labels that only AGR on the other folds' labels classifies right (:func:`held_out_right`),
-    those that only the supervised reference does
+    """``(wins, losses, correct)`` of AGR in TSGS3VM's check, over :data:`GRAPH_FOLDS`
+    stratified folds of the labels (fewer when a class has fewer labels; shuffled from
+    ``seed``): the held-out labels that only AGR on the other folds' labels classifies right
+    (:func:`held_out_right`), those that only the supervised reference does
     (:func:`~stochsvm.semi.safe_selection.reference_right`: the best ``SVC`` of a fixed grid,
     as AGR depends on neither ``C`` nor ``gamma``, so its decision must not either), and
     those AGR classifies right. Judged at
@@ -264,6 +264,18 @@ def reference_counts(graph_labels, X_labeled, y_signed, seed, kernel, labeled_we
         right = held_out_right(graph_labels, train, held_out, y_signed, labeled_weights)
         count_held_out(wins, losses, 0, right, reference_fold, correct)
     return int(wins[0]), int(losses[0]), int(correct[0])
+
+
+def check_counts(n_trained, graph_labels, X_labeled, y_signed, seed, kernel,
+                 labeled_weights=None):
+    """The ``(wins, losses, correct)`` arrays of TSGS3VM's check: one entry for each of the
+    ``n_trained`` trained candidates (zeros, counted fold by fold by the check) and a last
+    one for AGR, filled by :func:`reference_counts` where ``graph_labels`` is not ``None``."""
+    wins, losses, correct = (np.zeros(n_trained + 1, dtype=np.int64) for _ in range(3))
+    if graph_labels is not None:
+        wins[-1], losses[-1], correct[-1] = reference_counts(
+            graph_labels, X_labeled, y_signed, seed, kernel, labeled_weights)
+    return wins, losses, correct
 
 
 def anchor_graph_candidate(settings, X_labeled, unlabeled_rows, n_unlabeled, seed,

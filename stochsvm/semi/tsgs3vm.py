@@ -55,8 +55,8 @@ from .anchor_graph_labels import (
     anchor_graph_candidate,
     anchor_graph_scores,
     anchor_model_disagrees,
+    check_counts,
     kept_model,
-    reference_counts,
 )
 from .manifold import build_manifold_graph, labeled_share, resolve_anchor_count
 from .safe_selection import (
@@ -679,11 +679,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         # AGR, the last candidate (a tie goes to a trained one), where the graph term is on
         graph_labels = anchor_graph_candidate(settings, X_labeled, X_unlabeled.__getitem__,
                                               X_unlabeled.shape[0], seed, weights)
-        wins = np.zeros(len(candidates) + 1, dtype=np.int64)
-        losses, correct = np.zeros(len(candidates) + 1, dtype=np.int64), np.zeros_like(wins)
-        if graph_labels is not None:  # AGR, judged on its own folds
-            wins[-1], losses[-1], correct[-1] = reference_counts(
-                graph_labels, X_labeled, y_signed, seed, settings.kernel, labeled_sw)
+        wins, losses, correct = check_counts(len(candidates), graph_labels, X_labeled,
+                                             y_signed, seed, settings.kernel, labeled_sw)
         for fold, (train, held_out) in enumerate(folds):
             train = train[supervised_subset(y_signed[train], seed)]
             supervised = supervised_state(X_labeled[train], y_signed[train], C=self._C,

@@ -43,7 +43,7 @@ from .array_api_operations import (
     feature_scores_in_namespace,
     regenerated_feature_groups,
 )
-from .anchor_graph_labels import anchor_graph_candidate, kept_model, reference_counts
+from .anchor_graph_labels import anchor_graph_candidate, check_counts, kept_model
 from .manifold_array_api import anchor_weights_in_namespace, build_manifold_graph_in_namespace
 from .safe_selection import (
     best_candidate,
@@ -143,11 +143,8 @@ def _fit_checked(estimator, settings, X_labeled, y_signed, X_unlabeled, rng, see
     graph_labels = anchor_graph_candidate(
         settings, X_labeled_host, lambda positions: to_numpy(X_unlabeled.take(positions)),
         X_unlabeled.shape[0], seed, weights)
-    wins = np.zeros(len(candidates) + 1, dtype=np.int64)
-    losses, correct = np.zeros(len(candidates) + 1, dtype=np.int64), np.zeros_like(wins)
-    if graph_labels is not None:  # AGR, judged on its own folds
-        wins[-1], losses[-1], correct[-1] = reference_counts(
-            graph_labels, X_labeled_host, y_signed, seed, settings.kernel, labeled_sw)
+    wins, losses, correct = check_counts(len(candidates), graph_labels, X_labeled_host,
+                                         y_signed, seed, settings.kernel, labeled_sw)
     for fold, (train, held_out) in enumerate(folds):
         train = train[supervised_subset(y_signed[train], seed)]
         supervised = supervised_state(X_labeled_host[train], y_signed[train], C=estimator._C,
