@@ -13,9 +13,11 @@ from sklearn.exceptions import ConvergenceWarning
 from stochsvm._core.kernels import kernel_block
 from stochsvm._core.threads import using_threads
 from stochsvm.kernel import SCSKernelSVC
+from stochsvm.kernel.fixed_point import fixed_step, storage_dtype
 from stochsvm.kernel.kernel_rows import (
-    exponential,
     add_kernel_rows,
+    claim_slots,
+    exponential,
     kernel_rows_record,
     streamed_products,
 )
@@ -146,3 +148,115 @@ def test_no_growth_past_the_budget_where_no_row_is_computed_on_the_fly():
                          (X, {"sampling": "every_iteration"})):
         with pytest.raises(MemoryError, match="max_memory_mb"):
             SCSKernelSVC(max_samples=800, max_memory_mb=budget, **params).fit(data, y)
+
+
+def _stored(full, storage, offset):
+    """``full`` rounded as the cached matrix stores it, and that matrix's unit."""
+    if storage == "fixed16":
+        step = fixed_step(offset)
+        return np.floor(full / step + 0.5) * step, step
+    if storage == "float32":
+        return full.astype(np.float32).astype(np.float64), 1.0
+    return full, 1.0
+
+
+@pytest.mark.parametrize("storage", ["float64", "float32", "fixed16"])
+def test_the_row_cache_gives_the_values_computed_on_the_fly(storage):
+    """A sequence of products whose rows recur while the sample grows: the same bits with no
+    slot, with slots for a few rows (replaced again and again) and for every row, on 1 and 2
+    threads; and the products of the rounded kernel block (the NumPy twin), to a unit."""
+    rng = np.random.RandomState(5)
+    capacity, cached, gamma, offset = 3000, 200, 0.3, 0.25
+    dtype = np.float64 if storage == "float64" else np.float32
+    X = rng.randn(capacity, 4).astype(dtype)
+    full = kernel_block(X, X, "rbf", gamma, dtype=np.float64) + offset
+    rounded, step = _stored(full, storage, offset)
+    gram = np.ascontiguousarray(full[:cached, :cached]) if storage == "float64" else (
+        full[:cached, :cached].astype(np.float32) if storage == "float32"
+        else np.floor(full[:cached, :cached] / step + 0.5).astype(np.uint16))
+    points = np.ascontiguousarray(X.T)
+    calls = []
+    for size in (1000, 1000, 2000, 2000, 3000, 3000):
+        rows = rng.choice(np.r_[0:20, 150:250, 900:1000], size=40, replace=False)
+        calls.append((size, rows.astype(np.float64), rng.randn(40)))
+    results = {}
+    for slots in (0, 5, capacity):
+        for threads in (1, MANY):
+            record = kernel_rows_record(points, cached, "rbf", gamma, 3.0, 0.0, offset, step,
+                                        slots=slots, dtype=storage_dtype(storage))
+            outs = []
+            with using_threads(threads):
+                for size, rows, weights in calls:
+                    out = np.zeros(size)
+                    add_kernel_rows(gram, rows, weights, len(rows), size, out, record)
+                    outs.append(out)
+            results[slots, threads] = outs
+            if slots == 5:
+                assert (record.row_of_slot >= 0).sum() == 5
+    first = results[0, 1]
+    for outs in results.values():
+        for out, reference in zip(outs, first):
+            np.testing.assert_array_equal(out, reference)
+    for (size, rows, weights), out in zip(calls, first):
+        expected = weights @ rounded[rows.astype(int), :size]
+        tolerance = (step if storage == "fixed16" else 1e-6) * np.abs(weights).sum()
+        np.testing.assert_allclose(out, expected, rtol=0.0, atol=tolerance)
+
+
+def test_claim_slots_keeps_rows_read_again_and_never_takes_a_slot_twice_in_a_call():
+    record = kernel_rows_record(np.zeros((1, 20)), 0, "rbf", 1.0, 1.0, 0.0, 0.0, slots=3)
+
+    def claim(*rows):
+        slots = np.empty(len(rows), dtype=np.int64)
+        claim_slots(np.array(rows, dtype=np.float64), len(rows), record, slots)
+        return slots
+
+    # more rows than slots in one call: three distinct slots, then none
+    first = claim(4, 5, 6, 7)
+    assert sorted(first[:3]) == [0, 1, 2] and first[3] == -1
+    assert record.slot_of_row[7] == -1
+    # a row read again keeps its slot, and its second chance
+    assert claim(5)[0] == first[1]
+    # the next row takes the first slot the hand finds without a second chance: row 4's
+    # (read once), not row 5's (read twice)
+    assert claim(8)[0] == first[0]
+    assert record.slot_of_row[4] == -1 and record.slot_of_row[5] == first[1]
+    # a row evicted and read again gets a slot back, its values to be computed again
+    again = claim(4)[0]
+    assert again >= 0 and record.filled[again] == 0
+
+
+def test_the_row_cache_does_not_change_the_model(monkeypatch):
+    """A fit past the budget with its row cache and with no slot: the same model bit for
+    bit (the cached values are the values computed on the fly). The cached matrix takes a
+    quarter of the budget, the row cache what is left."""
+    from stochsvm.kernel import scs, scs_adaptive
+
+    X, y = sine_boundary(2500, seed=6)
+    settings = dict(C=10.0, max_samples=2000, max_memory_mb=_budget_for(600, 2),
+                    kernel_dtype="fixed16", max_iter=600, random_state=0)
+    resolved = []
+    fit_adaptive = scs.fit_adaptive
+
+    def recording(settings, *args):
+        resolved.append(settings)
+        return fit_adaptive(settings, *args)
+
+    monkeypatch.setattr(scs, "fit_adaptive", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cached = SCSKernelSVC(**settings).fit(X, y)
+        assert (resolved[0].cached, resolved[0].row_slots) == (300, 135)
+        budget = 600 * 600 * 2
+        assert 300 * 300 * 2 + 135 * 2000 * 2 <= budget < 300 * 300 * 2 + 136 * 2000 * 2
+        record = scs_adaptive.kernel_rows_record
+
+        def without_slots(*args, **kwargs):
+            kwargs["slots"] = 0
+            return record(*args, **kwargs)
+
+        monkeypatch.setattr(scs_adaptive, "kernel_rows_record", without_slots)
+        computed = SCSKernelSVC(**settings).fit(X, y)
+    assert cached.sample_size_[0] == 2000
+    np.testing.assert_array_equal(cached.dual_coef_, computed.dual_coef_)
+    np.testing.assert_array_equal(cached.support_, computed.support_)

@@ -67,9 +67,11 @@ def fit_in_namespace(estimator, X, y, sample_weight, namespace):
     estimator._resolve_kernel_from(X.shape[0], resolve_gamma_in_namespace(
         estimator.gamma, X, xp))
     # the device path stores Q^k in the kernel's float type ("auto" may have chosen the
-    # 16-bit host matrix of stochsvm.kernel.fixed_point; "fixed16" itself was refused)
+    # 16-bit host matrix of stochsvm.kernel.fixed_point; "fixed16" itself was refused),
+    # and past the budget computes the other kernel values on the fly without a row cache:
+    # the whole budget holds the cached matrix
     estimator._kernel_storage = None
-    settings = estimator._resolve_parameters(X.shape[0], X.shape[1], False)
+    settings = estimator._resolve_parameters(X.shape[0], X.shape[1], False, row_cache=False)
     problems = estimator._signed_labels(y)
     random_state, seeds = problem_seeds(estimator.random_state, len(problems))
     results = [estimator._fit_binary_in_namespace(

@@ -170,15 +170,16 @@ Implementation choices (each one stated where the paper leaves room)
   map whose pages are taken as they are first written, in small pages, so only the pages
   of the rows in use are ever touched.) **Past the budget**, with adaptive sampling, the
   default metric and dense input, a ``max_samples`` larger than what ``max_memory_mb``
-  holds is allowed: the first samples of :math:`S_k` keep their rows in the cached matrix,
-  and :math:`S_k` keeps growing; every kernel value with a sample past them is computed
-  when the iterations need it (:mod:`stochsvm.kernel.kernel_rows`; compute-bound, about
-  ``n_features`` operations per value, on every core), and the rows of :math:`T_k` are
-  computed at every test and only their products kept. A growth that would cross the
-  cached samples stops at them. Where both fit, the model is the cached path's to
-  rounding. (The iterations read about half the rows of :math:`Q^k` between two growths,
-  so no smaller cache of rows serves them: past the budget an iteration costs several
-  times more, ``benchmarks/BENCHMARKS.md``.) With more
+  holds is allowed: the budget is then split. A quarter holds the cached matrix of the
+  first samples of :math:`S_k` (``LEADING_BLOCK_SHARE``), the rest a cache of kernel rows,
+  and :math:`S_k` keeps growing. Every kernel value with a sample past the cached matrix is
+  computed when the iterations need it and kept in the row cache, replaced by the clock rule
+  (:mod:`stochsvm.kernel.kernel_rows`; compute-bound, about ``n_features`` operations per
+  value, on every core): the samples whose margins cross 1 are few and recur, so most rows
+  are read again from memory. The rows of :math:`T_k` are computed at every test and only
+  their products kept. A growth that would cross the cached samples stops at them. Where
+  both fit, the model is the cached path's to rounding, and it does not depend on the size
+  of the row cache. With more
   than two classes each one-vs-rest problem grows its own sample and matrix, one problem at
   a time. Once :math:`|S_k|` = ``max_samples`` the
   sample stops growing and the method continues on that sample (the history records
@@ -248,6 +249,10 @@ __all__ = ["SCSKernelSVC", "SCSSettings"]
 # kernel_dtype="auto" stores Q^k in float64 up to this capacity, in 16-bit fixed point or
 # float32 above
 _FLOAT64_CAPACITY = 10000
+#: past the budget (module docstring, "Memory"), the share of ``max_memory_mb`` that holds
+#: the cached block of the first samples; the rest holds the row cache of the kernel rows
+#: computed on the fly (:mod:`stochsvm.kernel.kernel_rows`)
+LEADING_BLOCK_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -266,7 +271,8 @@ class SCSSettings:
     the kernel blocks and the compiled loops (:func:`stochsvm._core.threads.fit_threads`;
     the model does not depend on it); ``kernel_rows`` is ``(kernel, gamma, degree, coef0,
     intercept offset)`` of the values computed on the fly past ``cached``
-    (:mod:`stochsvm.kernel.kernel_rows`), ``None`` when every sample is cached. The other
+    (:mod:`stochsvm.kernel.kernel_rows`), ``None`` when every sample is cached, and
+    ``row_slots`` the rows of :math:`Q^k` its row cache holds. The other
     fields are the estimator's parameters of the same names (``C`` as a float).
     """
 
@@ -303,6 +309,7 @@ class SCSSettings:
     calibration_points: int = 0
     threads: int = 1
     kernel_rows: tuple | None = None
+    row_slots: int = 0
 
 
 class SCSKernelSVC(BaseKernelClassifier):
@@ -587,11 +594,12 @@ class SCSKernelSVC(BaseKernelClassifier):
         fixed = self.kernel in FIXED_KERNELS and self.sampling == "adaptive"
         return FIXED_STORAGE if fixed else "float32"
 
-    def _resolve_parameters(self, n_samples, n_features=None, sparse=False):
+    def _resolve_parameters(self, n_samples, n_features=None, sparse=False, row_cache=True):
         """The fit's :class:`SCSSettings`, after the rules between parameters (each
         parameter alone is checked by ``_parameter_constraints``). Past the budget
         (module docstring, "Memory") :math:`S_k` grows on dense input with the default
-        metric and adaptive sampling only."""
+        metric and adaptive sampling only; with ``row_cache`` the budget is then shared by
+        the cached matrix and the row cache (the array-API path has none)."""
         # the largest Q^k that max_memory_mb holds in the kernel's storage type
         storage = self._kernel_storage or self._kernel_dtype
         if storage == FIXED_STORAGE and (self._kernel_name not in FIXED_KERNELS
@@ -630,6 +638,14 @@ class SCSKernelSVC(BaseKernelClassifier):
             raise ValueError(f"shortest_step_divisor={self.shortest_step_divisor!r} must be "
                              ">= 2 (n > 1 in Alg. 2).")
         capacity = min(maximum, n_samples)
+        row_slots = 0
+        if past_budget and row_cache and capacity > cached:
+            # past the budget: the leading block takes a share of it, the row cache the rest
+            budget = int(self._max_memory_mb * 2**20)
+            cached = max(self.initial_samples,
+                         math.isqrt(int(LEADING_BLOCK_SHARE * budget // itemsize)))
+            row_slots = min(capacity, max(0, budget - cached * cached * itemsize)
+                            // (capacity * itemsize))
         cached = min(cached, capacity) if past_budget else capacity
         check_gram_budget(
             cached, cached, storage_dtype(storage), self._max_memory_mb,
@@ -660,7 +676,8 @@ class SCSKernelSVC(BaseKernelClassifier):
             threads=fit_threads(),
             kernel_rows=None if cached == capacity else (
                 self._kernel_name, self._gamma, float(self._degree), self._coef0,
-                float(getattr(self, "_intercept_offset", 0.0) or 0.0)))
+                float(getattr(self, "_intercept_offset", 0.0) or 0.0)),
+            row_slots=int(row_slots))
 
     # ----------------------------------------------------------------------------------
     def _fit_binary(self, settings, X, signs, weights, rng, index):

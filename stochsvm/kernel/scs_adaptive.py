@@ -113,7 +113,9 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     points = rows_record = None
     if cached < capacity:
         points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
-        rows_record = kernel_rows_record(points, cached, *settings.kernel_rows, step)
+        rows_record = kernel_rows_record(
+            points, cached, *settings.kernel_rows, step, slots=settings.row_slots,
+            dtype=storage_dtype(settings.kernel_storage))
     # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
     labels = np.zeros(capacity)
     sample_weights = np.zeros(capacity)

@@ -17,7 +17,6 @@ of the direction and the products of step 7 in the loops that write the vectors 
 
 from __future__ import annotations
 
-import mmap
 from collections import namedtuple
 
 import numba
@@ -25,7 +24,7 @@ import numpy as np
 
 from .._core.threads import map_blocks
 from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
-from .kernel_rows import CACHED, add_kernel_rows, kernel_rows_record
+from .kernel_rows import CACHED, add_kernel_rows, kernel_rows_record, paged_buffer
 
 __all__ = ["Iterate", "MAX_HALVINGS", "append_samples", "iteration_settings",
            "kernel_matrix_buffer", "mirror_rows", "sample_iterations"]
@@ -39,27 +38,10 @@ MAX_HALVINGS = np.int64(40)
 
 def kernel_matrix_buffer(capacity, dtype):
     r"""An uninitialized ``capacity x capacity`` matrix for :math:`Q^k` whose memory is
-    taken only as its pages are first written, in small pages.
-
-    :math:`Q^k` grows in the leading block of this matrix: with :math:`|S_k|` samples, the
-    rows in use touch about :math:`|S_k|^2` numbers of memory, whatever the capacity. The
-    buffer is an anonymous memory map advised against huge pages where the platform has
-    them (NumPy asks for huge pages for large arrays: a 2 MiB page per short row would take
-    the whole capacity at once); elsewhere it is a NumPy array."""
-    dtype = np.dtype(dtype)
-    n_bytes = max(1, capacity * capacity * dtype.itemsize)
-    try:
-        memory = mmap.mmap(-1, n_bytes)
-    except (OSError, ValueError):  # no anonymous maps on this platform
-        return np.empty((capacity, capacity), dtype=dtype)
-    advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
-    if advice is not None:
-        try:
-            memory.madvise(advice)
-        except OSError:
-            pass
-    return np.frombuffer(memory, dtype=dtype, count=capacity * capacity).reshape(
-        capacity, capacity)
+    taken only as its pages are first written, in small pages
+    (:func:`~stochsvm.kernel.kernel_rows.paged_buffer`): with :math:`|S_k|` samples, the
+    rows in use touch about :math:`|S_k|^2` numbers of memory, whatever the capacity."""
+    return paged_buffer((capacity, capacity), dtype)
 
 
 def mirror_rows(gram, size, new_size, threads=1):
