@@ -293,8 +293,8 @@ def add_kernel_rows(gram, rows, weights, count, size, out, source):
     r"""``out[:size] += sum_k weights[k] * Q[rows[k], :size]`` (module docstring):
     :math:`Qv' = Qv + \sum_j (v'_j - v_j) Q_{j\cdot}` with the rows past the cached samples
     read from the row cache or computed on the fly, ``source`` a :class:`KernelRows` record,
-    and ``rows`` row indices as floats; column blocks of ``COLUMN_BLOCK`` in parallel, each entry summed over the rows in
-    order."""
+    and ``rows`` row indices as floats; column blocks of ``COLUMN_BLOCK`` in parallel,
+    each entry summed over the rows in order."""
     slots = np.empty(count, dtype=np.int64)
     claim_slots(rows, count, source, slots)
     _add_blocks(gram, rows, weights, count, size, out, source, slots)
