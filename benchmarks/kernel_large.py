@@ -18,8 +18,9 @@ Methods (one child process each, one BLAS thread, run one after the other)
 * ``SCSKernelSVC``: defaults (``gamma="scale"``, ``kernel_dtype="auto"``: 16-bit fixed
   point, ``max_memory_mb=2048``) but ``C`` and ``random_state=0``, on the whole training set;
   ``--scs-variants`` runs it with other thread counts, ``max_memory_mb`` and ``max_samples``
-  (past the budget: ``max_samples`` above what the budget caches, the other kernel rows
-  computed on the fly). A child's thread count sets ``NUMBA_NUM_THREADS``,
+  (past the budget: ``max_samples`` above what the budget caches; a quarter of the budget
+  then caches the first samples, the rest holds a cache of the other kernel rows, computed
+  on the fly). A child's thread count sets ``NUMBA_NUM_THREADS``,
   ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS``; the other methods
   run on one thread.
 * ``Nystroem + LinearSVC`` and ``RBFSampler + SGDClassifier(loss="hinge",
@@ -121,6 +122,7 @@ def _scs(X, y, X_test, y_test, arguments):
     import numpy as np
 
     from stochsvm.kernel import SCSKernelSVC
+    from stochsvm.kernel.scs import LEADING_BLOCK_SHARE
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -138,15 +140,23 @@ def _scs(X, y, X_test, y_test, arguments):
     # Q^k's storage: 16-bit fixed point ("auto" above 10,000 samples) or the kernel's float
     storage = getattr(model, "_kernel_storage", None) or model._kernel_dtype
     itemsize = 2 if storage == "fixed16" else np.dtype(storage).itemsize
-    # the samples whose rows the budget caches (past them, rows are computed on the fly)
-    cached = min(model.sample_capacity_,
-                 int(np.sqrt(model.max_memory_mb * 2**20 / itemsize)))
+    # the samples whose rows the budget caches; past the budget a quarter of it caches the
+    # first samples and the rest holds the row cache of the rows computed on the fly
+    budget = model.max_memory_mb * 2**20
+    capacity = int(model.sample_capacity_)
+    cached, slots = capacity, 0
+    if capacity > int(np.sqrt(budget / itemsize)):
+        cached = int(np.sqrt(LEADING_BLOCK_SHARE * budget / itemsize))
+        slots = min(capacity, int((budget - cached * cached * itemsize)
+                                  // (capacity * itemsize)))
     last = model.history_[-1]
     return {"accuracy": accuracy, "fit_seconds": seconds, "predict_seconds": predict,
             "iterations": int(model.n_iter_), "sample_size": int(model.sample_size_[0]),
             "support": int(len(model.support_)), "kernel_dtype": storage,
             "kernel_used_mib": min(model.sample_size_[0], cached) ** 2 * itemsize / 2**20,
             "kernel_reserved_mib": cached ** 2 * itemsize / 2**20,
+            "cached_samples": cached, "row_slots": slots,
+            "row_cache_mib": slots * capacity * itemsize / 2**20,
             "threads": int(os.environ.get("NUMBA_NUM_THREADS", "0")) or None,
             "max_memory_mb": model.max_memory_mb, "max_samples": model.max_samples,
             "sample_capacity": int(model.sample_capacity_),
@@ -327,7 +337,9 @@ def markdown(report):
         lines += ["", f"SCS {scs.get('variant', '')}: {scs['iterations']} iterations, stop: "
                   f"{scs['stop']}, |S_k| = {scs['sample_size']}, {scs['support']} support "
                   f"vectors, cached Q^k {scs['kernel_dtype']} {scs['kernel_used_mib']:.0f} "
-                  f"MiB used / {scs['kernel_reserved_mib']:.0f} MiB reserved."]
+                  f"MiB used / {scs['kernel_reserved_mib']:.0f} MiB reserved"
+                  + (f" ({scs['cached_samples']} samples), row cache of {scs['row_slots']} rows "
+                     f"({scs['row_cache_mib']:.0f} MiB)." if scs.get("row_slots") else ".")]
     lines += ["", f"uptime at start: {report['uptime_start']}", "",
               f"uptime at end: {report['uptime_end']}", "",
               f"Total wall clock: {report['seconds']:.0f} s. Machine: {report['machine']}."]

@@ -15,7 +15,10 @@ Protocol
   the test predictions. Peak memory is the child's ``ru_maxrss`` (data included; the
   resident memory after loading is reported beside it).
 * ``SCSKernelSVC``: defaults but ``C`` and ``random_state=0``; scikit-learn-intelex's
-  ``SVC``: defaults but ``C``. Both use ``gamma="scale"``.
+  ``SVC``: defaults but ``C``. Both use ``gamma="scale"``. On the tasks of ``--scs-all``
+  (the generated set), SCS also runs with ``max_samples`` = the training set
+  ("scs_all"): past the default budget, the rows past the cached matrix computed on the
+  fly and kept in its row cache (``stochsvm/kernel/kernel_rows.py``).
 * The SCS models on 1 and 2 threads are compared: the largest difference of their test
   decision values, relative to the largest value.
 
@@ -80,15 +83,23 @@ def worker(arguments):
     X_train, X_test, y_train, y_test = data
     loaded_mib = _resident_mib()
     C = C_OF_TASK[arguments.task]
-    if arguments.method == "scs":
+    if arguments.method in ("scs", "scs_all"):
         from stochsvm.kernel import SCSKernelSVC
 
         warm = np.random.RandomState(0)
+        # "scs_all": every training sample may enter S_k (max_samples = n), past the
+        # default budget: the rows past the cached matrix computed on the fly and kept in
+        # the row cache; its compiled code warmed up too
+        extra = ({"max_samples": len(y_train)} if arguments.method == "scs_all" else {})
+        warm_extra = ({"max_samples": 60, "kernel_dtype": "fixed16",
+                       "max_memory_mb": 40 * 40 * 2 / 2**20}
+                      if arguments.method == "scs_all" else {})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             SCSKernelSVC(max_iter=60, initial_samples=20, samples_per_iter=10,
-                         random_state=0).fit(warm.randn(60, 3), np.arange(60) % 2)
-        make = lambda: SCSKernelSVC(C=C, random_state=0)  # noqa: E731
+                         random_state=0, **warm_extra).fit(warm.randn(60, 3),
+                                                           np.arange(60) % 2)
+        make = lambda: SCSKernelSVC(C=C, random_state=0, **extra)  # noqa: E731
     else:
         import daal4py
         from sklearnex.svm import SVC as IntelSVC
@@ -110,7 +121,7 @@ def worker(arguments):
               "fit_seconds": seconds, "predict_seconds": predict_seconds,
               "peak_rss_mib": _resident_mib(), "loaded_rss_mib": loaded_mib,
               "support": int(len(model.support_))}
-    if arguments.method == "scs":
+    if arguments.method in ("scs", "scs_all"):
         result.update({"iterations": int(model.n_iter_),
                        "sample_size": int(model.sample_size_[0]),
                        "sample_capacity": int(model.sample_capacity_)})
@@ -171,20 +182,23 @@ def summarize(rows):
         found = {(r["method"], r["threads"]): r for r in rows
                  if r["task"] == task and "error" not in r}
         entry = {}
-        if ("scs", 1) in found and ("scs", 2) in found:
-            speedup = found["scs", 1]["fit_seconds"] / found["scs", 2]["fit_seconds"]
-            entry["SCS 2-thread speed-up"] = f"{speedup:.2f}x ({'met' if speedup >= 1.7 else 'not met'})"
-            entry["SCS decision values, 1 vs 2 threads, largest relative difference"] = (
-                f"{found['scs', 2].get('difference_from_one_thread', float('nan')):.1e}")
-        for threads in (1, 2):
-            if ("scs", threads) in found and ("intel", threads) in found:
-                scs, intel = found["scs", threads], found["intel", threads]
-                ratio = intel["fit_seconds"] / scs["fit_seconds"]
-                gap = 100.0 * (intel["accuracy"] - scs["accuracy"])
-                met = ratio > 1.0 and gap <= 0.5
-                entry[f"{threads} thread(s): sklearnex s / SCS s"] = (
-                    f"{ratio:.2f}, accuracy gap {gap:+.2f} points "
-                    f"({'met' if met else 'not met'})")
+        for method, name in (("scs", "SCS"), ("scs_all", "SCS max_samples=n")):
+            if (method, 1) in found and (method, 2) in found:
+                speedup = found[method, 1]["fit_seconds"] / found[method, 2]["fit_seconds"]
+                entry[f"{name} 2-thread speed-up"] = (
+                    f"{speedup:.2f}x ({'met' if speedup >= 1.7 else 'not met'})")
+                entry[f"{name} decision values, 1 vs 2 threads, largest relative "
+                      "difference"] = (
+                    f"{found[method, 2].get('difference_from_one_thread', float('nan')):.1e}")
+            for threads in (1, 2):
+                if (method, threads) in found and ("intel", threads) in found:
+                    scs, intel = found[method, threads], found["intel", threads]
+                    ratio = intel["fit_seconds"] / scs["fit_seconds"]
+                    gap = 100.0 * (intel["accuracy"] - scs["accuracy"])
+                    met = ratio > 1.0 and gap <= 0.5
+                    entry[f"{threads} thread(s): sklearnex s / {name} s"] = (
+                        f"{ratio:.2f}, accuracy gap {gap:+.2f} points "
+                        f"({'met' if met else 'not met'})")
         summary[task] = entry
     return summary
 
@@ -198,14 +212,17 @@ def figure(report, path):
     rows = [r for r in report["rows"] if "error" not in r]
     tasks = list(dict.fromkeys(r["task"] for r in rows))
     figure_, axis = plt.subplots(figsize=(8, 4))
-    width = 0.2
-    for offset, (method, threads) in enumerate(
-            [("scs", 1), ("scs", 2), ("intel", 1), ("intel", 2)]):
+    bars = [(method, threads) for method in ("scs", "scs_all", "intel")
+            for threads in (1, 2)
+            if any(r["method"] == method and r["threads"] == threads for r in rows)]
+    width = 0.8 / max(len(bars), 1)
+    names = {"scs": "SCS", "scs_all": "SCS max_samples=n", "intel": "sklearnex SVC"}
+    for offset, (method, threads) in enumerate(bars):
         heights = [next((r["fit_seconds"] for r in rows if r["task"] == t and
                          r["method"] == method and r["threads"] == threads), 0.0)
                    for t in tasks]
-        axis.bar([k + (offset - 1.5) * width for k in range(len(tasks))], heights, width,
-                 label=f"{'SCS' if method == 'scs' else 'sklearnex SVC'}, {threads} thread(s)")
+        axis.bar([k + (offset - (len(bars) - 1) / 2) * width for k in range(len(tasks))],
+                 heights, width, label=f"{names[method]}, {threads} thread(s)")
     axis.set_xticks(range(len(tasks)), tasks, rotation=15, fontsize=8)
     axis.set_ylabel("fit seconds")
     axis.set_yscale("log")
@@ -222,6 +239,9 @@ def main(argv=None):
     parser.add_argument("--data", default="/work/shared/data")
     parser.add_argument("--package", default=str(REPOSITORY))
     parser.add_argument("--no-intel", action="store_true")
+    parser.add_argument("--scs-all", default="generated",
+                        help="tasks on which SCS also runs with max_samples = n (past the "
+                        "default budget); '' for none")
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--out", default=str(RESULTS / "kernel_threads"))
     parser.add_argument("--replot", action="store_true")
@@ -242,14 +262,16 @@ def main(argv=None):
         started = time.perf_counter()
         threads = [int(t) for t in arguments.threads.split(",")]
         methods = ["scs"] + ([] if arguments.no_intel else ["intel"])
+        past_budget = [task for task in arguments.scs_all.split(",") if task]
         rows = []
         with tempfile.TemporaryDirectory() as folder:
             for task in arguments.tasks.split(","):
-                for method in methods:
+                for method in methods + (["scs_all"] if task in past_budget else []):
                     for count in threads:
                         values = os.path.join(folder, f"{task}_{method}_{count}.npy")
                         row = run_child(arguments, task, method, count, values)
-                        if method == "scs" and "error" not in row and count != threads[0]:
+                        if (method in ("scs", "scs_all") and "error" not in row
+                                and count != threads[0]):
                             first = np.load(os.path.join(
                                 folder, f"{task}_{method}_{threads[0]}.npy"))
                             mine = np.load(values)

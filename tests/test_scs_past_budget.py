@@ -260,3 +260,20 @@ def test_the_row_cache_does_not_change_the_model(monkeypatch):
     assert cached.sample_size_[0] == 2000
     np.testing.assert_array_equal(cached.dual_coef_, computed.dual_coef_)
     np.testing.assert_array_equal(cached.support_, computed.support_)
+
+
+def test_a_growth_to_the_cached_samples_too_small_to_test_goes_past_them():
+    """A T_k of fewer than a quarter of a full one (the room left below the cached samples)
+    ends the cached matrix at S_k instead: the breast cancer fit of tests/test_scs.py, whose
+    quarter budget caches 206 samples, would otherwise test 6 points at |S_k| = 200."""
+    from types import SimpleNamespace
+
+    from stochsvm.kernel.scs_adaptive import cache_end, test_size
+
+    settings = SimpleNamespace(samples_per_iter=100, cached=206)
+    assert cache_end(settings, 200, 569, 206) == 200
+    assert test_size(settings, 200, 569, 200) == 200
+    assert test_size(settings, 200, 569) == 6
+    assert cache_end(settings, 100, 569, 206) == 206  # the next growth stays below it
+    assert cache_end(settings, 6400, 98304, 11585) == 11585  # 5,185 of 6,400: tested
+    assert cache_end(settings, 200, 569, 200) == 200

@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._base import matvec
 from ._conjugate import first_step_length
 from .fixed_point import storage_dtype, store_kernel
-from .kernel_rows import append_points, kernel_rows_record, streamed_products
+from .kernel_rows import CACHED, append_points, kernel_rows_record, streamed_products
 from .row_sources import stack_rows
 from .scs_iterations import (
     ACCEPTED_STEPS,
@@ -60,8 +60,8 @@ from .scs_iterations import (
     sample_iterations,
 )
 
-__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "fit_adaptive", "grow",
-           "held_out_values", "problem_result", "streamed_scores", "test_size",
+__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "cache_end", "fit_adaptive",
+           "grow", "held_out_values", "problem_result", "streamed_scores", "test_size",
            "validation_scores", "validation_test", "warn_about_problem"]
 
 #: the most multiply-adds of Q^k a chunk of compiled iterations may do (an iteration reads
@@ -126,7 +126,10 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     store(sample_rows, sample_rows.copy(), gram[:size, :size])
     if points is not None:
         append_points(points, sample_rows, 0)
-    source.prefetch(order[size:size + test_size(settings, size, capacity)])
+    if points is not None:
+        cached = cache_end(settings, size, capacity, cached)
+        rows_record.parameters[CACHED] = cached
+    source.prefetch(order[size:size + test_size(settings, size, capacity, cached)])
     costs = C * sample_weights * (n / size)
     iterate = Iterate(*np.zeros((6, capacity)))
     a, q_a, d, q_d, hinge, q_hinge = iterate
@@ -188,7 +191,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
             # steps 9-13: T_k, the next points of the permutation (independent of S_k),
             # estimates F at the incumbent; S_k grows when it disagrees with f_k
             next_check = done + check_every
-            count = test_size(settings, size, capacity)
+            count = test_size(settings, size, capacity, cached)
             # the rows of T_k fit below Q^k in `gram` until S_k reaches `cached`; past it
             # their kernel values are computed at every test, and only products are kept
             streamed = size + count > cached
@@ -223,8 +226,12 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                 sample_rows = stack_rows(sample_rows, test_rows)
                 size += count
                 tested = 0
+                if points is not None:
+                    cached = cache_end(settings, size, capacity, cached)
+                    rows_record.parameters[CACHED] = cached
                 if size < capacity:  # the next T_k travels while the iterations run
-                    source.prefetch(order[size:size + test_size(settings, size, capacity)])
+                    following = test_size(settings, size, capacity, cached)
+                    source.prefetch(order[size:size + following])
                 costs = C * sample_weights * (n / size)
                 state[[FRESH, RESTART, NULL_STEP, SPREAD]] = (1.0, 1.0, 0.0, 0.0)
                 state[DELTA] = settings.delta_init * scale
@@ -333,14 +340,27 @@ def warn_about_problem(settings, index, n, size, capacity, iteration, accepted_s
             "iterations: raise max_iter (or tol).", ConvergenceWarning)
 
 
-def test_size(settings, size, capacity):
+def test_size(settings, size, capacity, cached=None):
     r""":math:`|T_k| = \max(|s_k|, |S_k|)`, at most the room left below the capacity; a
-    growth that would cross the cached samples stops at them (their kernel rows fill the
-    cached matrix, the rows past it are computed on the fly)."""
+    growth that would cross the ``cached`` samples (``settings.cached`` by default) stops at
+    them (their kernel rows fill the cached matrix, the rows past it are computed on the
+    fly)."""
+    cached = settings.cached if cached is None else cached
     count = min(max(settings.samples_per_iter, size), capacity - size)
-    if size < settings.cached < size + count:
-        count = settings.cached - size
+    if size < cached < size + count:
+        count = cached - size
     return count
+
+
+def cache_end(settings, size, capacity, cached):
+    """The samples whose rows the cached matrix keeps, once :math:`|S_k|` = ``size``: past
+    the budget, when the growth up to ``cached`` would test fewer than a quarter of the
+    points of a full :math:`T_k` (too few for the sampling test to tell anything), the cached
+    matrix ends at ``size`` instead, and the growth goes past it."""
+    full = min(max(settings.samples_per_iter, size), capacity - size)
+    if size < cached < size + full and 4 * (cached - size) < full:
+        return size
+    return cached
 
 
 def validation_scores(gram, size, count, a, previous, step=1.0, threads=1):
