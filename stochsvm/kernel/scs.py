@@ -177,7 +177,9 @@ Implementation choices (each one stated where the paper leaves room)
   (:mod:`stochsvm.kernel.kernel_rows`; compute-bound, about ``n_features`` operations per
   value, on every core): the samples whose margins cross 1 are few and recur, so most rows
   are read again from memory. The rows of :math:`T_k` are computed at every test and only
-  their products kept. A growth that would cross the cached samples stops at them. Where
+  their products kept. A growth that would cross the cached samples stops at them (when
+  that leaves fewer than a quarter of a full :math:`T_k` to test, the cached matrix ends at
+  :math:`S_k` instead, :func:`~stochsvm.kernel.scs_adaptive.cache_end`). Where
   both fit, the model is the cached path's to rounding, and it does not depend on the size
   of the row cache. With more
   than two classes each one-vs-rest problem grows its own sample and matrix, one problem at
