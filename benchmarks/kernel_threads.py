@@ -17,7 +17,8 @@ Protocol
 * ``SCSKernelSVC``: defaults but ``C`` and ``random_state=0``; scikit-learn-intelex's
   ``SVC``: defaults but ``C``. Both use ``gamma="scale"``. On the tasks of ``--scs-all``
   (the generated set), SCS also runs with ``max_samples`` = the training set
-  ("scs_all"): past the default budget, the rows past the cached matrix computed on the
+  ("scs_all"; ``--scs-all-samples`` and ``--scs-all-memory`` set its ``max_samples`` and
+  ``max_memory_mb``): past the default budget, the rows past the cached matrix computed on the
   fly and kept in its row cache (``stochsvm/kernel/kernel_rows.py``).
 * The SCS models on 1 and 2 threads are compared: the largest difference of their test
   decision values, relative to the largest value.
@@ -90,7 +91,11 @@ def worker(arguments):
         # "scs_all": every training sample may enter S_k (max_samples = n), past the
         # default budget: the rows past the cached matrix computed on the fly and kept in
         # the row cache; its compiled code warmed up too
-        extra = ({"max_samples": len(y_train)} if arguments.method == "scs_all" else {})
+        extra = {}
+        if arguments.method == "scs_all":
+            extra["max_samples"] = min(len(y_train), arguments.scs_all_samples or len(y_train))
+            if arguments.scs_all_memory:
+                extra["max_memory_mb"] = arguments.scs_all_memory
         warm_extra = ({"max_samples": 60, "kernel_dtype": "fixed16",
                        "max_memory_mb": 40 * 40 * 2 / 2**20}
                       if arguments.method == "scs_all" else {})
@@ -122,7 +127,9 @@ def worker(arguments):
               "peak_rss_mib": _resident_mib(), "loaded_rss_mib": loaded_mib,
               "support": int(len(model.support_))}
     if arguments.method in ("scs", "scs_all"):
-        result.update({"iterations": int(model.n_iter_),
+        result.update({"max_samples": model.max_samples,
+                       "max_memory_mb": float(model.max_memory_mb),
+                       "iterations": int(model.n_iter_),
                        "sample_size": int(model.sample_size_[0]),
                        "sample_capacity": int(model.sample_capacity_)})
         np.save(arguments.values, np.asarray(values, dtype=np.float64))
@@ -134,7 +141,9 @@ def run_child(arguments, task, method, threads, values):
     environment.update({name: str(threads) for name in THREAD_VARIABLES})
     command = [sys.executable, __file__, "--worker", "--task", task, "--method", method,
                "--values", values, "--package", arguments.package, "--data", arguments.data,
-               "--generated", str(arguments.generated)]
+               "--generated", str(arguments.generated),
+               "--scs-all-samples", str(arguments.scs_all_samples or 0),
+               "--scs-all-memory", str(arguments.scs_all_memory or 0)]
     completed = subprocess.run(command, env=environment, capture_output=True, text=True,
                                timeout=arguments.timeout)
     for line in completed.stdout.splitlines():
@@ -160,8 +169,12 @@ def markdown(report):
                    None)
         speedup = (f"{one['fit_seconds'] / row['fit_seconds']:.2f}x"
                    if one is not None and row["threads"] > 1 else "")
+        method = row["method"]
+        if method == "scs_all":
+            method = (f"scs, max_samples={row.get('max_samples') or 'n'}, "
+                      f"max_memory_mb={row.get('max_memory_mb') or 2048:g}")
         lines.append(
-            f"| {row['task']} | {row['n_train']} | {row['method']} | {row['threads']} | "
+            f"| {row['task']} | {row['n_train']} | {method} | {row['threads']} | "
             f"{row['accuracy']:.4f} | {row['fit_seconds']:.2f} | {speedup} | "
             f"{row['predict_seconds']:.2f} | {row['peak_rss_mib']:.0f} "
             f"({row['loaded_rss_mib']:.0f}) | {row.get('sample_size', '')} |")
@@ -182,7 +195,7 @@ def summarize(rows):
         found = {(r["method"], r["threads"]): r for r in rows
                  if r["task"] == task and "error" not in r}
         entry = {}
-        for method, name in (("scs", "SCS"), ("scs_all", "SCS max_samples=n")):
+        for method, name in (("scs", "SCS"), ("scs_all", "SCS past the budget")):
             if (method, 1) in found and (method, 2) in found:
                 speedup = found[method, 1]["fit_seconds"] / found[method, 2]["fit_seconds"]
                 entry[f"{name} 2-thread speed-up"] = (
@@ -216,7 +229,7 @@ def figure(report, path):
             for threads in (1, 2)
             if any(r["method"] == method and r["threads"] == threads for r in rows)]
     width = 0.8 / max(len(bars), 1)
-    names = {"scs": "SCS", "scs_all": "SCS max_samples=n", "intel": "sklearnex SVC"}
+    names = {"scs": "SCS", "scs_all": "SCS past the budget", "intel": "sklearnex SVC"}
     for offset, (method, threads) in enumerate(bars):
         heights = [next((r["fit_seconds"] for r in rows if r["task"] == t and
                          r["method"] == method and r["threads"] == threads), 0.0)
@@ -242,6 +255,10 @@ def main(argv=None):
     parser.add_argument("--scs-all", default="generated",
                         help="tasks on which SCS also runs with max_samples = n (past the "
                         "default budget); '' for none")
+    parser.add_argument("--scs-all-samples", type=int, default=0,
+                        help="max_samples of those runs (0: the training set)")
+    parser.add_argument("--scs-all-memory", type=float, default=0.0,
+                        help="max_memory_mb of those runs (0: the default)")
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--out", default=str(RESULTS / "kernel_threads"))
     parser.add_argument("--replot", action="store_true")
