@@ -277,3 +277,51 @@ def test_a_growth_to_the_cached_samples_too_small_to_test_goes_past_them():
     assert cache_end(settings, 100, 569, 206) == 206  # the next growth stays below it
     assert cache_end(settings, 6400, 98304, 11585) == 11585  # 5,185 of 6,400: tested
     assert cache_end(settings, 200, 569, 200) == 200
+
+
+_FORKED_FITS = """
+import multiprocessing, sys, warnings
+import numpy as np
+from stochsvm.kernel import SCSKernelSVC
+
+def fit(connection):
+    X = np.random.RandomState(0).randn(1500, 3)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SCSKernelSVC(max_samples=1000, max_memory_mb=300 * 300 * 2 / 2**20,
+                             kernel_dtype="fixed16", max_iter=100, random_state=0).fit(X, y)
+    connection.send(model.score(X, y))
+
+if __name__ == "__main__":
+    receiver, sender = multiprocessing.Pipe()
+    fit(sender)  # the parallel loops past the budget, in the parent
+    context = multiprocessing.get_context(sys.argv[1])
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=fit, args=(sender,))
+    child.start()
+    child.join(300)
+    print("exit", child.exitcode, receiver.recv() if child.exitcode == 0 else None)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+@pytest.mark.parametrize("start, layer", [("spawn", None), ("fork", "workqueue")])
+def test_a_fit_past_the_budget_in_a_child_of_a_process_that_ran_one(tmp_path, start, layer):
+    """The ways out the estimator's docstring gives ("Threads") for a process that forks fits
+    past the budget after running one: children started by "spawn", or numba's workqueue
+    threading layer (GNU OpenMP aborts a forked child that runs its loops again)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "forked_fits.py"
+    script.write_text(_FORKED_FITS)
+    environment = dict(os.environ)
+    if layer:
+        environment["NUMBA_THREADING_LAYER"] = layer
+    completed = subprocess.run([sys.executable, str(script), start], env=environment,
+                               capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    words = completed.stdout.split()
+    assert words[:2] == ["exit", "0"] and float(words[2]) > 0.8

@@ -213,7 +213,12 @@ Implementation choices (each one stated where the paper leaves room)
   one thread up to ``scs_iterations.PARALLEL_SIZE``: they are memory-bound, and two
   threads slowed them on the benchmark machine). The work is split by the data, not
   by the thread count: the model is the same bit for bit on one thread or many (with BLAS
-  pinned alike; BLAS's own threads may change the rounding of its products).
+  pinned alike; BLAS's own threads may change the rounding of its products). The parallel
+  loops past the budget (and of the products at ``PARALLEL_SIZE``) are numba's, on OpenMP
+  by default: GNU OpenMP aborts a child forked from a process that has run them once it
+  runs them too. A process that forks such fits after one of its own uses the "spawn" or
+  "forkserver" start method, or numba's ``workqueue`` threading layer
+  (``NUMBA_THREADING_LAYER=workqueue``); ``tests/test_scs_past_budget.py`` checks both.
 * **GPU (array API).** Inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy
   array or a PyTorch tensor (any array-API namespace) is trained on its device with adaptive
   sampling: the same steps written in the standard's operations
