@@ -28,9 +28,8 @@ bits whether it was kept or computed again. A value computed here and the cached
 same pair (computed by :func:`stochsvm._core.kernels.kernel_block`) agree to that rounding.
 
 **Row cache.** The rows that change between two subgradients are the samples whose margin
-crosses 1, and the same samples cross it again and again: on 2 x 10^5 generated points with
-:math:`|S_k|` = 32,768, the 550 iterations at that size changed 531,387 rows, of only 20,590
-distinct samples, and about 3,000-18,000 distinct per 100 iterations. So the rows computed on
+crosses 1, and the same few samples cross it again and again (counted and replayed in
+``benchmarks/BENCHMARKS.md``, "With a row cache past the budget"). So the rows computed on
 the fly are kept, as LIBSVM keeps its kernel rows, in ``slots`` rows of ``capacity`` values
 (what ``max_memory_mb`` leaves after the cached matrix), and a row read again costs its
 memory, not ``n_features`` operations per value. A slot holds the row's values past its
@@ -38,9 +37,8 @@ cached part up to the column where it was last extended (``filled``): when :math
 a kept row computes only the new columns. Slots are replaced by the clock rule (the first slot
 of a sweeping hand that was not read since the hand last passed it; a row read twice stays,
 a row read once goes first), never a slot claimed by the same product: :func:`claim_slots`,
-serial, before the parallel products. Replaying that fit's 693,960 row reads, slots for 10%
-of the samples serve 84% of them, for 20% serve 92% (``tests/test_scs_past_budget.py`` pins
-the model: the same bits with or without the cache).
+serial, before the parallel products (``tests/test_scs_past_budget.py`` pins the model: the
+same bits with or without the cache).
 
 Columns run in blocks of ``COLUMN_BLOCK`` on numba's threads, each entry of the result summed
 over the changed rows in order: the same bits on one thread or many, and whatever the slots.
