@@ -52,6 +52,8 @@ from collections import namedtuple
 import numba
 import numpy as np
 
+from .fixed_point import FIXED_LEVELS
+
 __all__ = ["KERNEL_CODES", "KernelRows", "N_PARAMETERS", "add_kernel_rows", "append_points",
            "claim_slots", "exponential", "kernel_rows_record", "paged_buffer",
            "streamed_products"]
@@ -132,11 +134,11 @@ def exponential(x):
     return p
 
 
+#: the largest stored integer of a 16-bit matrix, as a float
+LEVELS = float(FIXED_LEVELS)
+
 #: the kernels, by their code in ``parameters[KIND]``
 KERNEL_CODES = {"rbf": 0, "laplacian": 1, "linear": 2, "poly": 3}
-#: the largest stored integer of a 16-bit matrix (:data:`stochsvm.kernel.fixed_point.
-#: FIXED_LEVELS`)
-LEVELS = 65535.0
 
 
 @numba.njit(cache=True, fastmath=True)
