@@ -68,6 +68,41 @@ def test_add_kernel_rows_matches_the_kernel_block(kernel, dtype):
                                atol=tolerance * np.abs(expected).max())
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "linear", "poly"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_computed_row_does_not_depend_on_the_rows_computed_with_it(kernel, dtype):
+    """Rows computed on the fly go in groups over a column block: the product of one row is
+    the same bits alone and in groups of every size and position (the other rows weigh 0),
+    with no slot, and equals the kernel block's row to rounding."""
+    rng = np.random.RandomState(4)
+    size, cached, gamma = 1500, 100, 0.1
+    X = rng.randn(size, 30).astype(dtype)
+    points = np.ascontiguousarray(X.T)
+    gram = (kernel_block(X[:cached], X[:cached], kernel, gamma, 2, 0.5, dtype=np.float64)
+            .astype(dtype))
+    row, weight = 700.0, 1.5
+
+    def product(others, position):
+        rows = list(others)
+        rows.insert(position, row)
+        weights = np.zeros(len(rows))
+        weights[position] = weight
+        out = np.zeros(size)
+        record = kernel_rows_record(points, cached, kernel, gamma, 2.0, 0.5, 0.0)
+        add_kernel_rows(gram, np.array(rows), weights, len(rows), size, out, record)
+        return out
+
+    alone = product([], 0)
+    for others, position in (([3.0], 1), ([3.0, 900.0, 20.0], 2), ([5.0, 1200.0, 40.0,
+                             1000.0, 60.0, 1400.0], 4), ([8.0, 1300.0, 1100.0], 0)):
+        np.testing.assert_array_equal(product(others, position), alone)
+    expected = weight * kernel_block(X[700:701], X, kernel, gamma, 2, 0.5,
+                                     dtype=np.float64)[0]
+    tolerance = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(alone, expected, rtol=tolerance,
+                               atol=tolerance * np.abs(expected).max())
+
+
 def test_streamed_products_are_the_block_products(monkeypatch):
     from stochsvm.kernel import kernel_rows
 

@@ -11,8 +11,9 @@ sample_iterations`), so that update is what this module computes: :func:`add_ker
 
 The points of :math:`S_k` are stored feature-major (``points[f, i]``, shape ``(n_features,
 capacity)``), so that the inner loops run over consecutive samples. A kernel value is computed
-in float64 from the stored points (float32 or float64), plus the intercept's offset
-:math:`s^2`:
+from a sum over the features in the points' type (float32 points, those of a float32 or
+16-bit matrix: float32 sums, whose rounding is far below a stored unit of the kernel value),
+then in float64, plus the intercept's offset :math:`s^2`:
 
 * ``"rbf"``: :math:`\exp(-\gamma\sum_f (x_{jf} - x_{if})^2)` (the squared distance summed
   directly, without the cancellation of :math:`\|a\|^2 + \|b\|^2 - 2a^\top b`);
@@ -42,6 +43,9 @@ same bits with or without the cache).
 
 Columns run in blocks of ``COLUMN_BLOCK`` on numba's threads, each entry of the result summed
 over the changed rows in order: the same bits on one thread or many, and whatever the slots.
+Within a block, the rows whose values are computed go ``GROUP`` at a time, so that each
+feature's points of the block are read once for the group, not once per row (measured in
+``benchmarks/BENCHMARKS.md``, "With a row cache past the budget").
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ KernelRows = namedtuple("KernelRows", ["points", "parameters", "values", "slot_o
 N_PARAMETERS = 7
 (HAND, CALLS, CLAIMED) = range(3)
 #: columns per parallel task
-COLUMN_BLOCK = 1024
+COLUMN_BLOCK = 512
 
 
 def paged_buffer(shape, dtype):
@@ -141,13 +145,75 @@ LEVELS = float(FIXED_LEVELS)
 KERNEL_CODES = {"rbf": 0, "laplacian": 1, "linear": 2, "poly": 3}
 
 
+#: rows computed together over a column block (:func:`_compute_group`)
+GROUP = 4
+
+
 @numba.njit(cache=True, fastmath=True)
-def _compute_columns(points, parameters, row, first, stop, target, offset_in_target,
-                     scratch):
-    """``target[offset_in_target + i]`` for ``first <= i < stop``: :math:`Q_{row, i}`
-    computed from the points, in the cached matrix's type (rounded to float32, or to the
-    nearest multiple of the stored unit for a 16-bit matrix), so that a value is the same
-    whether it is kept in the row cache or computed again."""
+def _compute_group(points, kind, rows, count, first, stop, sums):
+    r"""``sums[m, i - first]`` for ``first <= i < stop`` and the first ``count`` (at most
+    ``GROUP``) of ``rows``: the squared distance (``kind`` 0), the l1 distance (1) or the
+    inner product (2, 3) of the points of ``rows[m]`` and ``i``, summed over the features in
+    order in the points' type (float32 points: float32 sums, rounded to about
+    :math:`\sqrt{n_{features}}` float32 units, below the 16-bit unit of a kernel value and as
+    close as the float32 products of the cached matrix's block).
+
+    The rows run together so that a feature's points of the block are read once for all of
+    them; a missing row repeats the last one. Every sum is the same bits whatever the other
+    rows of the group, so a value does not depend on which rows were computed with it."""
+    n_features = points.shape[0]
+    length = stop - first
+    last = rows[count - 1]
+    row0 = rows[0]
+    row1 = rows[1] if count > 1 else last
+    row2 = rows[2] if count > 2 else last
+    row3 = rows[3] if count > 3 else last
+    sum0, sum1, sum2, sum3 = sums[0], sums[1], sums[2], sums[3]
+    for i in range(length):
+        sum0[i] = 0.0
+        sum1[i] = 0.0
+        sum2[i] = 0.0
+        sum3[i] = 0.0
+    for feature in range(n_features):
+        value0 = points[feature, row0]
+        value1 = points[feature, row1]
+        value2 = points[feature, row2]
+        value3 = points[feature, row3]
+        # a slice indexed from 0: consecutive loads, no negative-index wraparound
+        segment = points[feature, first:stop]
+        if kind == 0:
+            for i in range(length):
+                point = segment[i]
+                difference0 = value0 - point
+                difference1 = value1 - point
+                difference2 = value2 - point
+                difference3 = value3 - point
+                sum0[i] += difference0 * difference0
+                sum1[i] += difference1 * difference1
+                sum2[i] += difference2 * difference2
+                sum3[i] += difference3 * difference3
+        elif kind == 1:
+            for i in range(length):
+                point = segment[i]
+                sum0[i] += abs(value0 - point)
+                sum1[i] += abs(value1 - point)
+                sum2[i] += abs(value2 - point)
+                sum3[i] += abs(value3 - point)
+        else:
+            for i in range(length):
+                point = segment[i]
+                sum0[i] += value0 * point
+                sum1[i] += value1 * point
+                sum2[i] += value2 * point
+                sum3[i] += value3 * point
+
+
+@numba.njit(cache=True, fastmath=True)
+def _kernel_values(parameters, sums, destination):
+    """``destination[i]``: the kernel value of the sums of :func:`_compute_group` plus the
+    offset, in the cached matrix's type (rounded to float32, or to the nearest multiple of the
+    stored unit for a 16-bit matrix), so that a value is the same whether it is kept in the
+    row cache or computed again."""
     gamma = parameters[GAMMA]
     degree = parameters[DEGREE]
     coef0 = parameters[COEF0]
@@ -156,70 +222,99 @@ def _compute_columns(points, parameters, row, first, stop, target, offset_in_tar
     step = parameters[STEP]
     fixed = step != 1.0
     inverse_step = 1.0 / step
-    n_features = points.shape[0]
-    length = stop - first
-    for i in range(length):
-        scratch[i] = 0.0
-    for feature in range(n_features):
-        value = np.float64(points[feature, row])
-        # a slice indexed from 0: consecutive loads, no negative-index wraparound
-        segment = points[feature, first:stop]
-        if kind == 0:  # squared distance
-            for i in range(length):
-                difference = value - np.float64(segment[i])
-                scratch[i] += difference * difference
-        elif kind == 1:  # l1 distance
-            for i in range(length):
-                scratch[i] += abs(value - np.float64(segment[i]))
-        else:  # inner product
-            for i in range(length):
-                scratch[i] += value * np.float64(segment[i])
-    destination = target[offset_in_target + first:offset_in_target + stop]
-    for i in range(length):
+    for i in range(destination.shape[0]):
+        total = np.float64(sums[i])
         if kind <= 1:
-            entry = exponential(-gamma * scratch[i]) + offset
+            entry = exponential(-gamma * total) + offset
         elif kind == 3:
-            entry = (gamma * scratch[i] + coef0) ** degree + offset
+            entry = (gamma * total + coef0) ** degree + offset
         else:
-            entry = scratch[i] + offset
+            entry = total + offset
         if fixed:  # round(Q / h), clipped to the stored integers
             entry = entry * inverse_step + 0.5
             entry = 0.0 if entry < 0.0 else (LEVELS if entry > LEVELS else entry)
         destination[i] = entry
 
 
+@numba.njit(cache=True)
+def _first_computed(source, row, slot, start):
+    """The first column of a block (from ``start``) whose value a row reads from the points:
+    past the cached samples for a row of the cached matrix, else ``start``; with a slot,
+    the first of those columns that the slot does not hold."""
+    cached = np.int64(source.parameters[CACHED])
+    first = max(start, cached) if row < cached else start
+    return first if slot < 0 else max(first, source.filled[slot])
+
+
+@numba.njit(cache=True)
+def _compute_rows(source, rows, slots, members, count, start, stop, group_rows, sums,
+                  temporary):
+    """The missing values in columns ``start:stop`` of the rows ``rows[members[:count]]``
+    (``count`` at most ``GROUP``): into their slots, or into ``temporary[m]`` (column ``i``
+    at ``i - start``) for a row without one."""
+    begin = stop
+    for m in range(count):
+        row = np.int64(rows[members[m]])
+        group_rows[m] = row
+        begin = min(begin, _first_computed(source, row, slots[members[m]], start))
+    kind = np.int64(source.parameters[KIND])
+    _compute_group(source.points, kind, group_rows, count, begin, stop, sums)
+    for m in range(count):
+        slot = slots[members[m]]
+        missing = _first_computed(source, group_rows[m], slot, start)
+        if slot >= 0:
+            destination = source.values[slot, missing:stop]
+        else:
+            destination = temporary[m, missing - start:stop - start]
+        _kernel_values(source.parameters, sums[m, missing - begin:stop - begin], destination)
+
+
 @numba.njit(cache=True, fastmath=True)
-def _add_block(gram, rows, weights, count, start, stop, out, source, slots, scratch,
-               temporary):
+def _add_block(gram, rows, weights, count, start, stop, out, source, slots, members,
+               group_rows, sums, temporary):
     """Columns ``start:stop`` of ``out += sum_k weights[k] Q[rows[k], :]``: the cached
     matrix where it holds the value, else the row's slot ``slots[k]`` (its missing columns
-    computed into it), else values computed into ``temporary``."""
-    points, parameters, values = source.points, source.parameters, source.values
-    filled = source.filled
-    cached = np.int64(parameters[CACHED])
-    step = parameters[STEP]
-    for k in range(count):
-        row = np.int64(rows[k])
-        stored = weights[k] * step
-        first = start
-        if row < cached:
-            # the cached part of the row (slices indexed from 0: consecutive loads)
-            end = min(stop, cached)
-            _add_scaled(out[start:end], gram[row, start:end], stored)
-            first = max(start, cached)
-        if stop <= first:
-            continue
-        slot = slots[k]
-        if slot >= 0:
-            line = values[slot]
-            missing = max(first, filled[slot])
-            if missing < stop:
-                _compute_columns(points, parameters, row, missing, stop, line, 0, scratch)
-            _add_scaled(out[first:stop], line[first:stop], stored)
-        else:
-            _compute_columns(points, parameters, row, first, stop, temporary, -first,
-                             scratch)
-            _add_scaled(out[first:stop], temporary[:stop - first], stored)
+    computed into it), else values computed into ``temporary``. The rows that compute values
+    do so ``GROUP`` at a time (:func:`_compute_group`), before the additions of the rows up
+    to the group's last: every entry of ``out`` is summed over ``k`` in order."""
+    values = source.values
+    cached = np.int64(source.parameters[CACHED])
+    step = source.parameters[STEP]
+    added = 0  # the rows before `added` are added
+    grouped = 0
+    for k in range(count + 1):
+        if k < count:
+            if _first_computed(source, np.int64(rows[k]), slots[k], start) >= stop:
+                continue  # nothing to compute: added with the next group
+            members[grouped] = k
+            grouped += 1
+            if grouped < GROUP and k < count - 1:
+                continue
+        if grouped > 0:
+            _compute_rows(source, rows, slots, members, grouped, start, stop, group_rows,
+                          sums, temporary)
+        member = 0
+        for j in range(added, min(k + 1, count)):
+            row = np.int64(rows[j])
+            stored = weights[j] * step
+            first = start
+            if row < cached:
+                # the cached part of the row (slices indexed from 0: consecutive loads)
+                end = min(stop, cached)
+                if start < end:
+                    _add_scaled(out[start:end], gram[row, start:end], stored)
+                first = max(start, cached)
+            if stop <= first:
+                continue
+            if slots[j] >= 0:
+                _add_scaled(out[first:stop], values[slots[j], first:stop], stored)
+            else:
+                while members[member] != j:
+                    member += 1
+                _add_scaled(out[first:stop], temporary[member, first - start:stop - start],
+                            stored)
+        added = min(k + 1, count)
+        grouped = 0
 
 
 @numba.njit(cache=True, inline="always")
@@ -282,10 +377,12 @@ def claim_slots(rows, count, source, slots):
 def _add_blocks(gram, rows, weights, count, size, out, source, slots):
     for block in numba.prange((size + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
         start = block * COLUMN_BLOCK
-        scratch = np.empty(COLUMN_BLOCK)
-        temporary = np.empty(COLUMN_BLOCK, dtype=source.values.dtype)
+        members = np.empty(GROUP, dtype=np.int64)
+        group_rows = np.empty(GROUP, dtype=np.int64)
+        sums = np.empty((GROUP, COLUMN_BLOCK), dtype=source.points.dtype)
+        temporary = np.empty((GROUP, COLUMN_BLOCK), dtype=source.values.dtype)
         _add_block(gram, rows, weights, count, start, min(size, start + COLUMN_BLOCK), out,
-                   source, slots, scratch, temporary)
+                   source, slots, members, group_rows, sums, temporary)
 
 
 @numba.njit(cache=True)

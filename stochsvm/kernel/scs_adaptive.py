@@ -61,7 +61,8 @@ from .scs_iterations import (
 )
 
 __all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "cache_end", "fit_adaptive",
-           "grow", "held_out_values", "problem_result", "streamed_scores", "test_size",
+           "grow", "held_out_values", "problem_result", "rescale_hinge", "streamed_scores",
+           "test_size",
            "validation_scores", "validation_test", "warn_about_problem"]
 
 #: the most multiply-adds of Q^k a chunk of compiled iterations may do (an iteration reads
@@ -203,9 +204,9 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                     store(test_rows, sample_rows, gram[size:size + count, :size])
                 tested = count
             if streamed:
-                scores, before, step_scores = streamed_scores(
+                scores, before, step_scores, hinge_scores = streamed_scores(
                     kernel, test_rows, sample_rows, a, d, size, previous,
-                    settings.kernel_dtype)
+                    settings.kernel_dtype, hinge)
             else:
                 scores, before = validation_scores(gram, size, count, a, previous, step,
                                                    settings.threads)
@@ -218,9 +219,10 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                 if streamed:
                     q_a[size:size + count] = scores
                     q_d[size:size + count] = step_scores
+                    q_hinge[size:size + count] = hinge_scores
                 else:
-                    grow(store, test_rows, gram, size, count, a, q_a, d, q_d,
-                         settings.threads, step)
+                    grow(store, test_rows, gram, size, count, iterate, settings.threads,
+                         step)
                 if points is not None:
                     append_points(points, test_rows, size)
                 sample_rows = stack_rows(sample_rows, test_rows)
@@ -233,7 +235,8 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                     following = test_size(settings, size, capacity, cached)
                     source.prefetch(order[size:size + following])
                 costs = C * sample_weights * (n / size)
-                state[[FRESH, RESTART, NULL_STEP, SPREAD]] = (1.0, 1.0, 0.0, 0.0)
+                rescale_hinge(iterate, costs, labels, size - count, size)
+                state[[RESTART, NULL_STEP, SPREAD]] = (1.0, 0.0, 0.0)
                 state[DELTA] = settings.delta_init * scale
                 state[RESTART_VALUE] = np.inf
                 state[PLATEAU_START] = done
@@ -375,19 +378,21 @@ def validation_scores(gram, size, count, a, previous, step=1.0, threads=1):
     return scores, before
 
 
-def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype):
+def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype, hinge):
     """:func:`validation_scores` past the cached matrix, from kernel rows computed block by
     block (:func:`~stochsvm.kernel.kernel_rows.streamed_products`), with the products of the
-    direction :math:`Q_{T_k S_k} d` that a growth needs. Returns ``(scores, before,
-    step_scores)``."""
-    vectors = np.zeros((size, 3))
+    direction and of the subgradient's hinge part, :math:`Q_{T_k S_k} d` and
+    :math:`Q_{T_k S_k} v`, that a growth needs. Returns ``(scores, before, step_scores,
+    hinge_scores)``."""
+    vectors = np.zeros((size, 4))
     vectors[:, 0] = a[:size]
     vectors[:, 1] = d[:size]
     if previous is not None:
         vectors[:previous.size, 2] = previous
+    vectors[:, 3] = hinge[:size]
     products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype)
     before = None if previous is None else products[:, 2]
-    return products[:, 0], before, products[:, 1]
+    return products[:, 0], before, products[:, 1], products[:, 3]
 
 
 def validation_test(settings, scores, before, size, count, labels, sample_weights, a, q_a,
@@ -434,17 +439,40 @@ def validation_test(settings, scores, before, size, count, labels, sample_weight
     return gap, (errors + 3.0) / count, gain
 
 
-def grow(store, test_rows, gram, size, count, a, q_a, d, q_d, threads=1, step=1.0):
+def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0):
     """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
     :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
     (training rows ``test_rows``) against itself is computed (``store(A, B, out)`` writes the
     kernel block of ``A`` and ``B`` into ``out``) and the columns mirrored on ``threads``
-    threads, and the zero-padded products are extended (``step``: the unit of a 16-bit
+    threads, and the products of the :class:`~stochsvm.kernel.scs_iterations.Iterate`'s
+    vectors (zero on :math:`T_k`) are extended to :math:`T_k` (``step``: the unit of a 16-bit
     ``gram``, :mod:`stochsvm.kernel.fixed_point`)."""
     new_size = size + count
     rows = gram[size:new_size, :size]
     store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
           gram[size:new_size, size:new_size])
     mirror_rows(gram, size, new_size, threads)
-    q_a[size:new_size] = matvec(rows, a[:size], step, threads)
-    q_d[size:new_size] = matvec(rows, d[:size], step, threads)
+    for vector, product in ((iterate.a, iterate.q_a), (iterate.d, iterate.q_d),
+                            (iterate.hinge, iterate.q_hinge)):
+        product[size:new_size] = matvec(rows, vector[:size], step, threads)
+
+
+def rescale_hinge(iterate, costs, labels, size, new_size):
+    r"""After a growth from ``size`` to ``new_size`` samples, the hinge part :math:`v` of the
+    last subgradient (:func:`~stochsvm.kernel.scs_iterations.sample_iterations`) under the
+    new costs :math:`c'_i = C s_i m / |S_{k+1}|`, and its product :math:`Qv` over
+    :math:`S_{k+1}`, without recomputing :math:`Qv` from the kernel rows of every nonzero
+    entry.
+
+    The costs of every sample scale by the same :math:`r = |S_k| / |S_{k+1}|`, so
+    :math:`v' = r v` and :math:`Qv' = r\,Qv` on :math:`S_k`, and :math:`r\,Q_{T_k S_k} v` on
+    :math:`T_k`, whose products the growth wrote in ``q_hinge[size:new_size]``
+    (:func:`grow`, :func:`streamed_scores`). The entries of :math:`v'` are written as the
+    iterations write them, :math:`c'_i y_i` (so an unchanged entry is seen as unchanged), and
+    are zero on :math:`T_k`: the next subgradient adds the rows of the samples of
+    :math:`T_k` inside the margin, and of those whose side changed, as any other change."""
+    ratio = size / new_size
+    hinge, q_hinge = iterate.hinge, iterate.q_hinge
+    hinge[:size] = np.where(hinge[:size] != 0.0, costs[:size] * labels[:size], 0.0)
+    hinge[size:new_size] = 0.0
+    q_hinge[:new_size] *= ratio
