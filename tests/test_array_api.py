@@ -301,7 +301,9 @@ def test_scs_on_the_device_keeps_a_float_matrix_where_auto_picks_16_bits(dispatc
     is refused there."""
     X, y = sine_boundary(10500)
     budget = 3000 * 3000 * 4 / 2**20  # 3000 samples in float32, 4242 in 16 bits
-    settings = dict(max_memory_mb=budget, max_iter=3, random_state=0)
+    # the Euclidean metric keeps the whole matrix cached: max_samples=None is then the
+    # largest sample the budget holds
+    settings = dict(max_memory_mb=budget, max_iter=3, random_state=0, metric="euclidean")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         host = SCSKernelSVC(**settings).fit(X, y)

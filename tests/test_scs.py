@@ -347,11 +347,16 @@ def test_memory_budget_error_names_budget_and_way_out():
         past = SCSKernelSVC(max_samples=len(y), max_memory_mb=1.3, max_iter=300,
                             sampling_tol=0.0, error_tol=0.0, random_state=0).fit(X, y)
     assert past.sample_size_[0] == len(y)
-    # max_samples=None: the largest sample the budget holds (isqrt(1.3 MiB / 8) = 412)
+    # max_samples=None on dense input: at least DEFAULT_MAX_SAMPLES, past the budget
+    # (isqrt(1.3 MiB / 8) = 412 cached samples); on sparse input, the largest sample the
+    # budget holds
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        past_default = SCSKernelSVC(max_memory_mb=1.3, kernel_dtype="float64",
+                                    sampling_tol=0.0, error_tol=0.0, random_state=0).fit(X, y)
         capped = SCSKernelSVC(max_memory_mb=1.3, kernel_dtype="float64", sampling_tol=0.0,
-                              error_tol=0.0, random_state=0).fit(X, y)
+                              error_tol=0.0, random_state=0).fit(sp.csr_matrix(X), y)
+    assert past_default.sample_size_[0] == len(y)
     assert capped.sample_size_[0] == 412
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

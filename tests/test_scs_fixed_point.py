@@ -137,12 +137,14 @@ def test_fixed16_fit_matches_the_float32_fit(kernel, C):
 def test_fixed16_holds_twice_the_samples_of_float32_in_a_budget():
     X, y = sine_boundary(3000)
     budget = 400 * 400 * 4 / 2**20  # 400 samples in float32
+    # the Euclidean metric keeps the whole matrix cached: max_samples=None is then the
+    # largest sample the budget holds
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         single = SCSKernelSVC(C=10.0, max_memory_mb=budget, kernel_dtype="float32",
-                              max_iter=50, random_state=0).fit(X, y)
+                              metric="euclidean", max_iter=50, random_state=0).fit(X, y)
         fixed = SCSKernelSVC(C=10.0, max_memory_mb=budget, kernel_dtype="fixed16",
-                             max_iter=50, random_state=0).fit(X, y)
+                             metric="euclidean", max_iter=50, random_state=0).fit(X, y)
     assert single.sample_capacity_ == 400
     assert fixed.sample_capacity_ == int(np.sqrt(budget * 2**20 / 2))  # 565
 

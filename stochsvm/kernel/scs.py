@@ -169,8 +169,9 @@ Implementation choices (each one stated where the paper leaves room)
   ``MemoryError`` naming the budget. (With adaptive sampling the reservation is a memory
   map whose pages are taken as they are first written, in small pages, so only the pages
   of the rows in use are ever touched.) **Past the budget**, with adaptive sampling, the
-  default metric and dense input, a ``max_samples`` larger than what ``max_memory_mb``
-  holds is allowed: the budget is then split. A quarter holds the cached matrix of the
+  default metric and dense input, :math:`S_k` may grow larger than what ``max_memory_mb``
+  holds (by default to 32768 samples, ``DEFAULT_MAX_SAMPLES``): the budget is then
+  split. A quarter holds the cached matrix of the
   first samples of :math:`S_k` (``LEADING_BLOCK_SHARE``), the rest a cache of kernel rows,
   and :math:`S_k` keeps growing. Every kernel value with a sample past the cached matrix is
   computed when the iterations need it and kept in the row cache, replaced by the clock rule
@@ -250,7 +251,7 @@ from .scs_adaptive import CALIBRATION_POINTS, MINIMUM_HELD_OUT, fit_adaptive
 from .scs_array_api import fit_adaptive_in_namespace
 from .scs_every_iteration import fit_every_iteration
 
-__all__ = ["SCSKernelSVC", "SCSSettings"]
+__all__ = ["DEFAULT_MAX_SAMPLES", "SCSKernelSVC", "SCSSettings"]
 
 
 # kernel_dtype="auto" stores Q^k in float64 up to this capacity, in 16-bit fixed point or
@@ -260,6 +261,10 @@ _FLOAT64_CAPACITY = 10000
 #: the cached block of the first samples; the rest holds the row cache of the kernel rows
 #: computed on the fly (:mod:`stochsvm.kernel.kernel_rows`)
 LEADING_BLOCK_SHARE = 0.25
+#: ``max_samples=None`` on dense input with adaptive sampling and the default metric: the
+#: sample grows to at least this size (the samples of the 16-bit matrix of 2 GiB), past the
+#: budget where it caches fewer
+DEFAULT_MAX_SAMPLES = 32768
 
 
 @dataclass(frozen=True)
@@ -353,13 +358,18 @@ class SCSKernelSVC(BaseKernelClassifier):
         growth adds (a growth adds :math:`\max(|s_k|, |S_k|)`).
     max_samples : int or None, default=None
         Bound on :math:`|S_k|` (capped by the number of training samples), must be
-        ``>= initial_samples``. ``None``: the largest sample whose :math:`Q^k` fits
-        ``max_memory_mb`` in the storage type of ``kernel_dtype`` (32768 in 16-bit fixed
-        point, 23170 in float32 and 16384 in float64 at the default 2048 MiB). The budget is checked for this size at
-        once; with adaptive sampling the memory is only touched as :math:`S_k` grows. A
-        larger value trains past the budget on dense input with adaptive sampling and the
-        default metric (module docstring, "Memory"): the kernel values past the cached
-        samples are computed on the fly; elsewhere it fails with a ``MemoryError``.
+        ``>= initial_samples``. On dense input with adaptive sampling and the default
+        metric, :math:`S_k` grows past what ``max_memory_mb`` caches (module docstring,
+        "Memory": the kernel values past the cached samples are computed on the fly), and
+        ``None`` is the larger of 32768 (``DEFAULT_MAX_SAMPLES``) and the largest sample
+        whose :math:`Q^k` fits the budget. A larger value gains accuracy on large sets at
+        the price of time: each doubling of :math:`S_k` costs about four times the kernel
+        work of the last (``max_samples=n_samples`` on the generated 10^5 set:
+        ``benchmarks/BENCHMARKS.md``). Elsewhere (sparse input, ``metric="euclidean"``,
+        ``sampling="every_iteration"``), ``None`` is the largest sample whose :math:`Q^k`
+        fits ``max_memory_mb`` in the storage type of ``kernel_dtype`` (23170 in 16-bit
+        fixed point, 16384 in float32 and 11585 in float64 at the default 1024 MiB), and a
+        larger value fails at once with a ``MemoryError``.
     tol : float, default=1e-3
         :math:`\varepsilon`: stop when :math:`\|d_k\| < \varepsilon r_0` and
         :math:`\delta_k \le \delta_{min}`, with :math:`r_0` the length of the exact
@@ -439,10 +449,10 @@ class SCSKernelSVC(BaseKernelClassifier):
         16-bit matrix gave the float32 matrix's accuracy within 0.05 point on Fashion-MNIST
         tops vs rest and the generated 10^5 set, 20% faster on Fashion, in 2.8 GiB of peak
         memory instead of 4.8.
-    max_memory_mb : float, default=2048
-        Budget for :math:`Q^k` and the validation columns, in mebibytes: 32,768 samples in
-        16-bit fixed point (the ``"auto"`` storage of a large rbf fit). Past it, see
-        ``max_samples``.
+    max_memory_mb : float, default=1024
+        Budget for :math:`Q^k`, the row cache past it and the validation columns, in
+        mebibytes: 23,170 samples in 16-bit fixed point (the ``"auto"`` storage of a large
+        rbf fit). Past it, see ``max_samples``.
     class_weight : dict, "balanced" or None, default=None
         Multiplies ``C`` for the samples of each class (``{class: weight}``), as in ``SVC``;
         ``"balanced"`` uses ``n_samples / (n_classes * count of the class)``. The same model as
@@ -552,7 +562,7 @@ class SCSKernelSVC(BaseKernelClassifier):
                  eta1=0.1, eta2=1e-3, radius_factor=2.0, sufficient_decrease=0.4, curvature=0.3,
                  shortest_step_divisor=8, validation_size=200, metric="rkhs", n_iter_no_change=50,
                  stall_tol=1e-3, sampling="adaptive", sampling_tol=1e-2, error_tol=5e-3,
-                 kernel_dtype="auto", max_memory_mb=2048,
+                 kernel_dtype="auto", max_memory_mb=1024,
                  class_weight=None, n_jobs=None, random_state=None,
                  verbose=0, callback=None, probability=False):
         self.C = C
@@ -621,7 +631,13 @@ class SCSKernelSVC(BaseKernelClassifier):
                      math.isqrt(int(self._max_memory_mb * 2**20 // itemsize)))
         past_budget = (not sparse and n_features is not None and self.metric == "rkhs"
                        and self.sampling == "adaptive")
-        maximum = cached if self.max_samples is None else self.max_samples
+        if self.max_samples is not None:
+            maximum = self.max_samples
+        elif past_budget:
+            # past the budget where it caches fewer (BENCHMARKS.md, "1 GiB by default")
+            maximum = max(cached, DEFAULT_MAX_SAMPLES)
+        else:
+            maximum = cached
         if maximum < self.initial_samples:
             raise ValueError(
                 f"max_samples={self.max_samples!r} is smaller than initial_samples="
