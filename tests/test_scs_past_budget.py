@@ -297,6 +297,27 @@ def test_the_row_cache_does_not_change_the_model(monkeypatch):
     np.testing.assert_array_equal(cached.support_, computed.support_)
 
 
+def test_past_the_budget_the_same_model_on_one_thread_and_several():
+    """Past the budget with BLAS on as many threads as the fit (the products of the
+    validation rows run on single-threaded BLAS blocks): the model of one thread, bit for
+    bit."""
+    from threadpoolctl import threadpool_limits
+
+    X, y = sine_boundary(6000)
+    settings = dict(C=10.0, max_samples=4000, max_memory_mb=_budget_for(600, 2),
+                    kernel_dtype="fixed16", random_state=0)
+    models = []
+    for threads in (1, MANY):
+        with threadpool_limits(limits=threads, user_api="blas"), using_threads(threads):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                models.append(SCSKernelSVC(**settings).fit(X, y))
+    assert models[0].sample_size_[0] == 4000
+    assert models[0].n_iter_ == models[1].n_iter_
+    np.testing.assert_array_equal(models[0].support_, models[1].support_)
+    np.testing.assert_array_equal(models[0].dual_coef_, models[1].dual_coef_)
+
+
 def test_a_growth_to_the_cached_samples_too_small_to_test_goes_past_them():
     """A T_k of fewer than a quarter of a full one (the room left below the cached samples)
     ends the cached matrix at S_k instead: the breast cancer fit of tests/test_scs.py, whose

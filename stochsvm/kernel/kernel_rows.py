@@ -56,6 +56,7 @@ from collections import namedtuple
 import numba
 import numpy as np
 
+from .._core.threads import map_blocks
 from .fixed_point import FIXED_LEVELS
 
 __all__ = ["KERNEL_CODES", "KernelRows", "N_PARAMETERS", "add_kernel_rows", "append_points",
@@ -402,24 +403,35 @@ def add_kernel_rows(gram, rows, weights, count, size, out, source):
 
 #: bound on one block of kernel rows of :func:`streamed_products`
 STREAM_BLOCK_BYTES = 64 * 2**20
+#: rows per product of :func:`streamed_products` (a task on the thread pool)
+PRODUCT_ROWS = 256
 
 
-def streamed_products(kernel, rows, sample_rows, vectors, dtype):
+def streamed_products(kernel, rows, sample_rows, vectors, dtype, threads=1):
     r"""``kernel(rows, sample_rows) @ vectors`` in float64, the kernel rows computed block by
     block (at most ``STREAM_BLOCK_BYTES`` of ``dtype`` each) and never kept: the products of
     validation points with :math:`S_k` past the cached matrix.
 
     ``kernel(A, B)`` returns the kernel block (the fitted kernel with its threads);
     ``vectors`` has shape ``(len(sample_rows), k)``. A float32 block is multiplied by the
-    vectors cast to float32 (as :func:`~stochsvm.kernel._base.matvec` does)."""
+    vectors cast to float32 (as :func:`~stochsvm.kernel._base.matvec` does). The products
+    run ``PRODUCT_ROWS`` rows at a time on ``threads`` threads, each on a single-threaded
+    BLAS (:func:`~stochsvm._core.threads.map_blocks`): the same bits on one thread or many
+    (a multi-threaded BLAS splits its sums by its thread count)."""
     n_rows = rows.shape[0]
     products = np.empty((n_rows, vectors.shape[1]))
     itemsize = np.dtype(dtype).itemsize
     block = max(1, int(STREAM_BLOCK_BYTES // (itemsize * max(sample_rows.shape[0], 1))))
     factors = vectors if np.dtype(dtype) == np.float64 else vectors.astype(dtype)
     for start in range(0, n_rows, block):
-        values = kernel(rows[start:start + block], sample_rows)
-        products[start:start + block] = values @ factors
+        stop = min(n_rows, start + block)
+        values = kernel(rows[start:stop], sample_rows)
+
+        def multiply(first, values=values, start=start, stop=stop):
+            last = min(stop, first + PRODUCT_ROWS)
+            products[first:last] = values[first - start:last - start] @ factors
+
+        map_blocks(multiply, range(start, stop, PRODUCT_ROWS), threads)
     return products
 
 

@@ -206,7 +206,7 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
             if streamed:
                 scores, before, step_scores, hinge_scores = streamed_scores(
                     kernel, test_rows, sample_rows, a, d, size, previous,
-                    settings.kernel_dtype, hinge)
+                    settings.kernel_dtype, hinge, settings.threads)
             else:
                 scores, before = validation_scores(gram, size, count, a, previous, step,
                                                    settings.threads)
@@ -378,19 +378,20 @@ def validation_scores(gram, size, count, a, previous, step=1.0, threads=1):
     return scores, before
 
 
-def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype, hinge):
+def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype, hinge,
+                    threads=1):
     """:func:`validation_scores` past the cached matrix, from kernel rows computed block by
     block (:func:`~stochsvm.kernel.kernel_rows.streamed_products`), with the products of the
     direction and of the subgradient's hinge part, :math:`Q_{T_k S_k} d` and
     :math:`Q_{T_k S_k} v`, that a growth needs. Returns ``(scores, before, step_scores,
-    hinge_scores)``."""
+    hinge_scores)``, the same bits on any number of ``threads``."""
     vectors = np.zeros((size, 4))
     vectors[:, 0] = a[:size]
     vectors[:, 1] = d[:size]
     if previous is not None:
         vectors[:previous.size, 2] = previous
     vectors[:, 3] = hinge[:size]
-    products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype)
+    products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype, threads)
     before = None if previous is None else products[:, 2]
     return products[:, 0], before, products[:, 1], products[:, 3]
 
