@@ -257,6 +257,11 @@ def worker(arguments):
                 SCSKernelSVC(max_iter=60, initial_samples=20, samples_per_iter=10,
                              kernel_dtype=dtype, random_state=0).fit(warm.randn(60, 3),
                                                                      np.arange(60) % 2)
+            # past the budget (the default above 23,170 samples): rows on the fly
+            SCSKernelSVC(max_iter=60, initial_samples=20, samples_per_iter=10,
+                         max_samples=60, kernel_dtype="fixed16",
+                         max_memory_mb=40 * 40 * 2 / 2**20, random_state=0).fit(
+                warm.randn(60, 3), np.arange(60) % 2)
     data_mib = _resident_mib()
     if arguments.method == "scs_selection":
         result = _scs_selection(X, y, arguments)
