@@ -351,7 +351,11 @@ def fit(connection):
 
 if __name__ == "__main__":
     receiver, sender = multiprocessing.Pipe()
-    fit(sender)  # the parallel loops past the budget, in the parent
+    if sys.argv[2] == "past":
+        fit(sender)  # the parallel loops past the budget, in the parent
+    else:  # a fit within the budget: numba's thread pool is not started
+        X = np.random.RandomState(1).randn(300, 3)
+        SCSKernelSVC(max_iter=50, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
     context = multiprocessing.get_context(sys.argv[1])
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=fit, args=(sender,))
@@ -362,11 +366,16 @@ if __name__ == "__main__":
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-@pytest.mark.parametrize("start, layer", [("spawn", None), ("fork", "workqueue")])
-def test_a_fit_past_the_budget_in_a_child_of_a_process_that_ran_one(tmp_path, start, layer):
+@pytest.mark.parametrize("start, layer, parent", [("spawn", None, "past"),
+                                                  ("fork", "workqueue", "past"),
+                                                  ("fork", None, "within")])
+def test_a_fit_past_the_budget_in_a_child_of_a_process_that_ran_one(tmp_path, start, layer,
+                                                                     parent):
     """The ways out the estimator's docstring gives ("Threads") for a process that forks fits
     past the budget after running one: children started by "spawn", or numba's workqueue
-    threading layer (GNU OpenMP aborts a forked child that runs its loops again)."""
+    threading layer (GNU OpenMP aborts a forked child that runs its loops again). A parent
+    whose fits stayed within the budget never started numba's thread pool: its forked
+    children train past the budget."""
     import os
     import subprocess
     import sys
@@ -376,7 +385,7 @@ def test_a_fit_past_the_budget_in_a_child_of_a_process_that_ran_one(tmp_path, st
     environment = dict(os.environ)
     if layer:
         environment["NUMBA_THREADING_LAYER"] = layer
-    completed = subprocess.run([sys.executable, str(script), start], env=environment,
+    completed = subprocess.run([sys.executable, str(script), start, parent], env=environment,
                                capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-2000:]
     words = completed.stdout.split()

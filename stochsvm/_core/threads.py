@@ -27,7 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numba
 
-__all__ = ["blas_thread_limit", "fit_threads", "map_blocks", "using_threads"]
+__all__ = ["blas_thread_limit", "fit_threads", "map_blocks", "numba_threads",
+           "using_threads"]
 
 
 def blas_thread_limit():
@@ -39,9 +40,29 @@ def blas_thread_limit():
     return max(counts) if counts else None
 
 
+def numba_threads():
+    """numba's thread count in the calling thread, without starting numba's thread pool
+    (:func:`numba.get_num_threads` starts it): before the pool starts, the count is
+    ``NUMBA_NUM_THREADS``. A process that has started numba's OpenMP pool aborts a child it
+    forks when the child runs a parallel loop, so the pool starts only where a fit runs one
+    (or needs a smaller count in the pool than ``NUMBA_NUM_THREADS``)."""
+    if not _pool_started():
+        return numba.config.NUMBA_NUM_THREADS
+    return numba.get_num_threads()
+
+
+def _pool_started():
+    """Whether numba's threading layer is running in this process."""
+    try:
+        numba.threading_layer()
+    except ValueError:  # "Threading layer is not initialized."
+        return False
+    return True
+
+
 def fit_threads():
     """Threads a fit may use (module docstring): at least 1."""
-    counts = [numba.get_num_threads()]
+    counts = [numba_threads()]
     requested = os.environ.get("OMP_NUM_THREADS", "").strip()
     if requested.isdigit() and int(requested) > 0:
         counts.append(int(requested))
@@ -54,9 +75,14 @@ def fit_threads():
 @contextlib.contextmanager
 def using_threads(threads):
     """Make numba's parallel loops use ``threads`` threads in the calling thread, and restore
-    the previous count on exit."""
+    the previous count on exit. Before numba's thread pool has started, a count equal to
+    its default leaves it unstarted (:func:`numba_threads`)."""
+    count = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
+    if not _pool_started() and count == numba.config.NUMBA_NUM_THREADS:
+        yield
+        return
     previous = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    numba.set_num_threads(count)
     try:
         yield
     finally:

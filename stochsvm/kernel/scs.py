@@ -215,11 +215,15 @@ Implementation choices (each one stated where the paper leaves room)
   threads slowed them on the benchmark machine). The work is split by the data, not
   by the thread count: the model is the same bit for bit on one thread or many (with BLAS
   pinned alike; BLAS's own threads may change the rounding of its products). The parallel
-  loops past the budget (and of the products at ``PARALLEL_SIZE``) are numba's, on OpenMP
-  by default: GNU OpenMP aborts a child forked from a process that has run them once it
-  runs them too. A process that forks such fits after one of its own uses the "spawn" or
-  "forkserver" start method, or numba's ``workqueue`` threading layer
-  (``NUMBA_THREADING_LAYER=workqueue``); ``tests/test_scs_past_budget.py`` checks both.
+  loops past the budget (by default, a fit on more than 23,170 dense samples; and the
+  products at ``PARALLEL_SIZE``) are numba's, on OpenMP by default: GNU OpenMP aborts a
+  child forked from a process that has run them once it runs them too. A fit that runs no
+  parallel loop does not start numba's thread pool
+  (:func:`~stochsvm._core.threads.numba_threads`), so a process whose fits stayed within the
+  budget forks such fits safely. A process that forks them after one of its own uses the
+  "spawn" or "forkserver" start method (joblib's default processes are safe), or numba's
+  ``workqueue`` threading layer (``NUMBA_THREADING_LAYER=workqueue``);
+  ``tests/test_scs_past_budget.py`` checks the three.
 * **GPU (array API).** Inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy
   array or a PyTorch tensor (any array-API namespace) is trained on its device with adaptive
   sampling: the same steps written in the standard's operations
