@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from stochsvm._core.kernels import kernel_block
-from stochsvm._core.threads import using_threads
+from stochsvm._core.threads import start_thread_pool, using_threads
 from stochsvm.kernel import SCSKernelSVC
 from stochsvm.kernel.fixed_point import fixed_step, storage_dtype
 from stochsvm.kernel.kernel_rows import (
@@ -25,6 +25,13 @@ from stochsvm.kernel.kernel_rows import (
 from .reference import sine_boundary
 
 MANY = min(2, numba.config.NUMBA_NUM_THREADS)
+
+
+@pytest.fixture(autouse=True)
+def _thread_pool():
+    """The compiled kernels called here directly run parallel loops: start numba's thread
+    pool first, as the fits do (stochsvm._core.threads.start_thread_pool)."""
+    start_thread_pool()
 
 
 def _budget_for(samples, itemsize=8):
@@ -370,7 +377,7 @@ if __name__ == "__main__":
                                                   ("fork", "workqueue", "past"),
                                                   ("fork", None, "within")])
 def test_a_fit_past_the_budget_in_a_child_of_a_process_that_ran_one(tmp_path, start, layer,
-                                                                     parent):
+                                                                    parent):
     """The ways out the estimator's docstring gives ("Threads") for a process that forks fits
     past the budget after running one: children started by "spawn", or numba's workqueue
     threading layer (GNU OpenMP aborts a forked child that runs its loops again). A parent

@@ -10,7 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from stochsvm._core import threads as threads_module
 from stochsvm._core.kernels import kernel_block
-from stochsvm._core.threads import fit_threads, map_blocks, using_threads
+from stochsvm._core.threads import fit_threads, map_blocks, start_thread_pool, using_threads
 from stochsvm.kernel import SCSKernelSVC, scs_iterations
 from stochsvm.kernel.scs_iterations import (
     add_weighted_rows,
@@ -20,6 +20,13 @@ from stochsvm.kernel.scs_iterations import (
 )
 
 MANY = min(2, numba.config.NUMBA_NUM_THREADS)
+
+
+@pytest.fixture(autouse=True)
+def _thread_pool():
+    """The compiled kernels called here directly run parallel loops: start numba's thread
+    pool first, as the fits do (stochsvm._core.threads.start_thread_pool)."""
+    start_thread_pool()
 
 
 def test_fit_threads_follows_numba_omp_and_threadpoolctl(monkeypatch):

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 
 __all__ = ["blas_thread_limit", "fit_threads", "map_blocks", "numba_threads",
-           "using_threads"]
+           "start_thread_pool", "using_threads"]
 
 
 def blas_thread_limit():
@@ -49,6 +49,13 @@ def numba_threads():
     if not _pool_started():
         return numba.config.NUMBA_NUM_THREADS
     return numba.get_num_threads()
+
+
+def start_thread_pool():
+    """Start numba's thread pool (if it is not running) before compiled code that runs a
+    parallel loop: a compiled function loaded from numba's disk cache that calls a parallel
+    one does not start the pool itself, and would run the loop on a pool not started."""
+    numba.get_num_threads()
 
 
 def _pool_started():

@@ -22,7 +22,7 @@ from collections import namedtuple
 import numba
 import numpy as np
 
-from .._core.threads import map_blocks, numba_threads
+from .._core.threads import map_blocks, numba_threads, start_thread_pool
 from ._conjugate import STEP_ZERO, line_search, minimum_norm_weight
 from .kernel_rows import CACHED, add_kernel_rows, kernel_rows_record, paged_buffer
 
@@ -436,8 +436,9 @@ _ITERATIONS = {}
 #: Those products read Q^k from memory, and on the 2-core benchmark machine two threads made
 #: the iterations 1.4-1.5x slower at |S_k| = 12000 and 32768 (BENCHMARKS.md, "SCS on every
 #: core"): above the largest cache of the default budget (23170 samples in 16-bit fixed
-#: point, 16384 in float32), so the cached iterations run on one thread. The rows computed on the fly past the budget are
-#: compute-bound and always run in parallel (kernel_rows.add_kernel_rows).
+#: point, 16384 in float32), so the cached iterations run on one thread. The rows computed on
+#: the fly past the budget are compute-bound and always run in parallel
+#: (kernel_rows.add_kernel_rows).
 PARALLEL_SIZE = 65536
 
 
@@ -521,6 +522,8 @@ def sample_iterations(gram, size, labels, costs, iterate, work, settings, state,
     if not on_the_fly:
         rows = _NO_ROWS[gram.dtype != np.float64]
     parallel = size >= PARALLEL_SIZE and numba_threads() > 1
+    if parallel or on_the_fly:
+        start_thread_pool()
     key = (bool(settings[EUCLIDEAN] > 0.0), parallel, on_the_fly)
     if key not in _ITERATIONS:
         _ITERATIONS[key] = _compiled_iterations(*key)
