@@ -38,11 +38,13 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_threads import resident_mib, run_worker  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -55,15 +57,7 @@ LABELS = {"default": "1 GiB, past the budget to 32,768 (default)",
           "former": "2 GiB cached (former default)",
           "stop_at_budget": "1 GiB, stop at the budget (23,170)",
           "every_sample": "1 GiB, every sample (max_samples = n)"}
-THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "MKL_NUM_THREADS")
 EXTRA_SETS = ("tv16", "bio_kdd04")
-
-
-def _resident_mib():
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def load(task, data):
@@ -78,15 +72,9 @@ def load(task, data):
         except (ImportError, FileNotFoundError, OSError):
             return None
         return X_train, X_test, y_train, y_test
-    if task == "generated":
-        from kernel_large import N_TEST, generate
+    from kernel_threads import load as load_task
 
-        X_train, y_train = generate(100_000, 0)
-        X_test, y_test = generate(N_TEST, 1)
-        return X_train, X_test, y_train, y_test
-    from kernel_vs_svc import load_task
-
-    return load_task(task, data, None)
+    return load_task(task, argparse.Namespace(generated=100_000, data=data))
 
 
 def worker(arguments):
@@ -103,7 +91,7 @@ def worker(arguments):
                                       "error": "data not found"}), flush=True)
         return
     X_train, X_test, y_train, y_test = data
-    loaded_mib = _resident_mib()
+    loaded_mib = resident_mib()
     extra = dict(VARIANTS[arguments.variant])
     if extra.get("max_samples") == "n":
         extra["max_samples"] = len(y_train)
@@ -127,7 +115,7 @@ def worker(arguments):
               "n_features": int(X_train.shape[1]),
               "accuracy": float(np.mean(predictions == y_test)),
               "balanced_accuracy": float(balanced_accuracy_score(y_test, predictions)),
-              "fit_seconds": seconds, "peak_rss_mib": _resident_mib(),
+              "fit_seconds": seconds, "peak_rss_mib": resident_mib(),
               "loaded_rss_mib": loaded_mib, "max_memory_mb": float(model.max_memory_mb),
               "max_samples": model.max_samples, "sample_size": int(model.sample_size_[0]),
               "iterations": int(model.n_iter_)}
@@ -135,21 +123,11 @@ def worker(arguments):
 
 
 def run_child(arguments, task, variant):
-    environment = dict(os.environ)
-    environment.update({name: str(arguments.threads) for name in THREAD_VARIABLES})
     command = [sys.executable, __file__, "--worker", "--task", task, "--variant", variant,
                "--package", arguments.package, "--data", arguments.data,
                "--threads", str(arguments.threads)]
-    try:
-        completed = subprocess.run(command, env=environment, capture_output=True, text=True,
-                                   timeout=arguments.timeout)
-    except subprocess.TimeoutExpired:
-        return {"task": task, "variant": variant, "error": f"over {arguments.timeout:g} s"}
-    for line in completed.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    return {"task": task, "variant": variant,
-            "error": (completed.stderr or completed.stdout)[-800:]}
+    return run_worker(command, arguments.threads, arguments.timeout,
+                      {"task": task, "variant": variant})
 
 
 def markdown(report):

@@ -54,7 +54,8 @@ THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREAD
                     "MKL_NUM_THREADS")
 
 
-def _resident_mib():
+def resident_mib():
+    """The process's peak resident memory so far, in MiB."""
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -82,7 +83,7 @@ def worker(arguments):
     data = load(arguments.task, arguments)
     threads = int(os.environ["NUMBA_NUM_THREADS"])
     X_train, X_test, y_train, y_test = data
-    loaded_mib = _resident_mib()
+    loaded_mib = resident_mib()
     C = C_OF_TASK[arguments.task]
     if arguments.method in ("scs", "scs_all"):
         from stochsvm.kernel import SCSKernelSVC
@@ -124,7 +125,7 @@ def worker(arguments):
               "C": C, "n_train": int(len(y_train)), "n_test": int(len(y_test)),
               "n_features": int(X_train.shape[1]), "accuracy": accuracy,
               "fit_seconds": seconds, "predict_seconds": predict_seconds,
-              "peak_rss_mib": _resident_mib(), "loaded_rss_mib": loaded_mib,
+              "peak_rss_mib": resident_mib(), "loaded_rss_mib": loaded_mib,
               "support": int(len(model.support_))}
     if arguments.method in ("scs", "scs_all"):
         result.update({"max_samples": model.max_samples,
@@ -137,20 +138,34 @@ def worker(arguments):
 
 
 def run_child(arguments, task, method, threads, values):
-    environment = dict(os.environ)
-    environment.update({name: str(threads) for name in THREAD_VARIABLES})
     command = [sys.executable, __file__, "--worker", "--task", task, "--method", method,
                "--values", values, "--package", arguments.package, "--data", arguments.data,
                "--generated", str(arguments.generated),
                "--scs-all-samples", str(arguments.scs_all_samples or 0),
                "--scs-all-memory", str(arguments.scs_all_memory or 0)]
-    completed = subprocess.run(command, env=environment, capture_output=True, text=True,
-                               timeout=arguments.timeout)
+    return run_worker(command, threads, arguments.timeout,
+                      {"task": task, "method": method, "threads": threads})
+
+
+def thread_environment(threads):
+    """The environment of a child process pinned to ``threads`` threads."""
+    environment = dict(os.environ)
+    environment.update({name: str(threads) for name in THREAD_VARIABLES})
+    return environment
+
+
+def run_worker(command, threads, timeout, identity):
+    """Run a worker child on ``threads`` threads and return the JSON of its ``RESULT`` line,
+    or ``identity`` with the error (the end of its output, or the timeout)."""
+    try:
+        completed = subprocess.run(command, env=thread_environment(threads),
+                                   capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {**identity, "error": f"over {timeout:g} s"}
     for line in completed.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
-    return {"task": task, "method": method, "threads": threads,
-            "error": (completed.stderr or completed.stdout)[-800:]}
+    return {**identity, "error": (completed.stderr or completed.stdout)[-800:]}
 
 
 def markdown(report):
