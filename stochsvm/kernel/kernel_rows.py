@@ -271,13 +271,15 @@ def _compute_rows(source, rows, slots, members, count, start, stop, group_rows, 
 
 
 @numba.njit(cache=True, fastmath=True)
-def _add_block(gram, rows, weights, count, start, stop, out, source, slots, members,
-               group_rows, sums, temporary):
+def _add_block(gram, rows, weights, count, start, stop, out, source, slots, indices, sums,
+               temporary):
     """Columns ``start:stop`` of ``out += sum_k weights[k] Q[rows[k], :]``: the cached
     matrix where it holds the value, else the row's slot ``slots[k]`` (its missing columns
     computed into it), else values computed into ``temporary``. The rows that compute values
-    do so ``GROUP`` at a time (:func:`_compute_group`), before the additions of the rows up
-    to the group's last: every entry of ``out`` is summed over ``k`` in order."""
+    do so ``GROUP`` at a time (:func:`_compute_group`; ``indices``: scratch of 2 x ``GROUP``
+    integers), before the additions of the rows up to the group's last: every entry of
+    ``out`` is summed over ``k`` in order."""
+    members, group_rows = indices[0], indices[1]
     values = source.values
     cached = np.int64(source.parameters[CACHED])
     step = source.parameters[STEP]
@@ -378,12 +380,11 @@ def claim_slots(rows, count, source, slots):
 def _add_blocks(gram, rows, weights, count, size, out, source, slots):
     for block in numba.prange((size + COLUMN_BLOCK - 1) // COLUMN_BLOCK):
         start = block * COLUMN_BLOCK
-        members = np.empty(GROUP, dtype=np.int64)
-        group_rows = np.empty(GROUP, dtype=np.int64)
+        indices = np.empty((2, GROUP), dtype=np.int64)
         sums = np.empty((GROUP, COLUMN_BLOCK), dtype=source.points.dtype)
         temporary = np.empty((GROUP, COLUMN_BLOCK), dtype=source.values.dtype)
         _add_block(gram, rows, weights, count, start, min(size, start + COLUMN_BLOCK), out,
-                   source, slots, members, group_rows, sums, temporary)
+                   source, slots, indices, sums, temporary)
 
 
 @numba.njit(cache=True)

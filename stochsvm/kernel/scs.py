@@ -215,15 +215,11 @@ Implementation choices (each one stated where the paper leaves room)
   threads slowed them on the benchmark machine). The work is split by the data, not
   by the thread count: the model is the same bit for bit on one thread or many (with BLAS
   pinned alike; BLAS's own threads may change the rounding of its products). The parallel
-  loops past the budget (by default, a fit on more than 23,170 dense samples; and the
-  products at ``PARALLEL_SIZE``) are numba's, on OpenMP by default: GNU OpenMP aborts a
-  child forked from a process that has run them once it runs them too. A fit that runs no
-  parallel loop does not start numba's thread pool
-  (:func:`~stochsvm._core.threads.numba_threads`), so a process whose fits stayed within the
-  budget forks such fits safely. A process that forks them after one of its own uses the
-  "spawn" or "forkserver" start method (joblib's default processes are safe), or numba's
-  ``workqueue`` threading layer (``NUMBA_THREADING_LAYER=workqueue``);
-  ``tests/test_scs_past_budget.py`` checks the three.
+  loops past the budget (a default fit on more than 23,170 dense samples) are numba's, on
+  OpenMP by default, which aborts a child forked from a process that has run them once the
+  child runs them too; fits within the budget leave numba's pool unstarted. The ways out
+  (``docs/kernel.rst``, tested in ``tests/test_scs_past_budget.py``): the "spawn" or
+  "forkserver" start method, or ``NUMBA_THREADING_LAYER=workqueue``.
 * **GPU (array API).** Inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy
   array or a PyTorch tensor (any array-API namespace) is trained on its device with adaptive
   sampling: the same steps written in the standard's operations
@@ -362,18 +358,14 @@ class SCSKernelSVC(BaseKernelClassifier):
         growth adds (a growth adds :math:`\max(|s_k|, |S_k|)`).
     max_samples : int or None, default=None
         Bound on :math:`|S_k|` (capped by the number of training samples), must be
-        ``>= initial_samples``. On dense input with adaptive sampling and the default
-        metric, :math:`S_k` grows past what ``max_memory_mb`` caches (module docstring,
-        "Memory": the kernel values past the cached samples are computed on the fly), and
-        ``None`` is the larger of 32768 (``DEFAULT_MAX_SAMPLES``) and the largest sample
-        whose :math:`Q^k` fits the budget. A larger value gains accuracy on large sets at
-        the price of time: each doubling of :math:`S_k` costs about four times the kernel
-        work of the last (``max_samples=n_samples`` on the generated 10^5 set:
-        ``benchmarks/BENCHMARKS.md``). Elsewhere (sparse input, ``metric="euclidean"``,
-        ``sampling="every_iteration"``), ``None`` is the largest sample whose :math:`Q^k`
-        fits ``max_memory_mb`` in the storage type of ``kernel_dtype`` (23170 in 16-bit
-        fixed point, 16384 in float32 and 11585 in float64 at the default 1024 MiB), and a
-        larger value fails at once with a ``MemoryError``.
+        ``>= initial_samples``. ``None``: on dense input with adaptive sampling and the
+        default metric, the larger of 32768 (``DEFAULT_MAX_SAMPLES``) and what
+        ``max_memory_mb`` caches, :math:`S_k` growing past the budget (module docstring,
+        "Memory"); each doubling of :math:`S_k` costs about four times the kernel work of
+        the last. Elsewhere (sparse input, the Euclidean metric, sampling at every
+        iteration), the largest sample whose :math:`Q^k` fits ``max_memory_mb`` in the
+        storage type of ``kernel_dtype`` (23170 in 16-bit fixed point, 16384 in float32,
+        11585 in float64 at 1024 MiB); a larger value fails at once with a ``MemoryError``.
     tol : float, default=1e-3
         :math:`\varepsilon`: stop when :math:`\|d_k\| < \varepsilon r_0` and
         :math:`\delta_k \le \delta_{min}`, with :math:`r_0` the length of the exact
@@ -635,13 +627,9 @@ class SCSKernelSVC(BaseKernelClassifier):
                      math.isqrt(int(self._max_memory_mb * 2**20 // itemsize)))
         past_budget = (not sparse and n_features is not None and self.metric == "rkhs"
                        and self.sampling == "adaptive")
-        if self.max_samples is not None:
-            maximum = self.max_samples
-        elif past_budget:
-            # past the budget where it caches fewer (BENCHMARKS.md, "1 GiB by default")
-            maximum = max(cached, DEFAULT_MAX_SAMPLES)
-        else:
-            maximum = cached
+        # past the budget where it caches fewer (BENCHMARKS.md, "1 GiB by default")
+        default = max(cached, DEFAULT_MAX_SAMPLES) if past_budget else cached
+        maximum = default if self.max_samples is None else self.max_samples
         if maximum < self.initial_samples:
             raise ValueError(
                 f"max_samples={self.max_samples!r} is smaller than initial_samples="
