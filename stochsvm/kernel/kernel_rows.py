@@ -12,7 +12,7 @@ sample_iterations`), so that update is what this module computes: :func:`add_ker
 The points of :math:`S_k` are stored feature-major (``points[f, i]``, shape ``(n_features,
 capacity)``), so that the inner loops run over consecutive samples. A kernel value is computed
 from a sum over the features in the points' type (float32 points, those of a float32 or
-16-bit matrix: float32 sums, whose rounding is far below a stored unit of the kernel value),
+16-bit matrix: float32 sums, whose rounding stays below a 16-bit unit of the kernel value),
 then in float64, plus the intercept's offset :math:`s^2`:
 
 * ``"rbf"``: :math:`\exp(-\gamma\sum_f (x_{jf} - x_{if})^2)` (the squared distance summed
@@ -45,7 +45,7 @@ Columns run in blocks of ``COLUMN_BLOCK`` on numba's threads, each entry of the 
 over the changed rows in order: the same bits on one thread or many, and whatever the slots.
 Within a block, the rows whose values are computed go ``GROUP`` at a time, so that each
 feature's points of the block are read once for the group, not once per row (measured in
-``benchmarks/BENCHMARKS.md``, "With a row cache past the budget").
+``benchmarks/BENCHMARKS.md``, "1 GiB by default").
 """
 
 from __future__ import annotations
