@@ -17,6 +17,7 @@ from stochsvm.kernel.fixed_point import fixed_step, storage_dtype
 from stochsvm.kernel.kernel_rows import (
     add_kernel_rows,
     claim_slots,
+    computed_products,
     exponential,
     kernel_rows_record,
     streamed_products,
@@ -108,6 +109,41 @@ def test_a_computed_row_does_not_depend_on_the_rows_computed_with_it(kernel, dty
     tolerance = 1e-10 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(alone, expected, rtol=tolerance,
                                atol=tolerance * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("kernel, storage", [
+    (kernel, storage) for kernel in ("rbf", "laplacian", "linear", "poly")
+    for storage in ("float64", "float32") + (("fixed16",) if kernel in ("rbf", "laplacian")
+                                             else ())])
+def test_computed_products_are_the_products_of_the_computed_rows(kernel, storage):
+    """The validation rows' products past the budget: rows of points times vectors, with
+    every value as the iterations compute it (the cached matrix's type and rounding), the
+    same bits on 1 and 2 threads, and over several tiles and column blocks."""
+    from stochsvm.kernel.kernel_rows import COLUMN_BLOCK, PRODUCT_TILE
+
+    rng = np.random.RandomState(4)
+    size, count, gamma, degree, coef0, offset = COLUMN_BLOCK + 700, PRODUCT_TILE + 9, 0.2, \
+        2, 0.5, 0.25
+    dtype = np.float64 if storage == "float64" else np.float32
+    X = rng.randn(size + count, 4).astype(dtype)
+    step = fixed_step(offset) if storage == "fixed16" else 1.0
+    record = kernel_rows_record(np.ascontiguousarray(X.T), 0, kernel, gamma, degree, coef0,
+                                offset, step, dtype=storage_dtype(storage))
+    vectors = rng.randn(size, 3)
+    results = []
+    for threads in (1, MANY):
+        with using_threads(threads):
+            results.append(computed_products(record, size, count, size, vectors))
+    np.testing.assert_array_equal(results[0], results[1])
+    values = kernel_block(X[size:], X[:size], kernel, gamma, degree, coef0,
+                          dtype=np.float64) + offset
+    expected = values @ vectors
+    # float32 sums of the points, and in 16 bits a value rounded to half a unit
+    tolerance = {"float64": 1e-10, "float32": 1e-5, "fixed16": step}[storage]
+    scale = np.abs(vectors).sum(axis=0)
+    assert np.all(np.abs(results[0] - expected) <= tolerance * scale * max(1.0, np.abs(
+        values).max()))
+    assert results[0].shape == (count, 3)
 
 
 def test_streamed_products_are_the_block_products(monkeypatch):

@@ -92,17 +92,17 @@ def minimum_norm_weight(uu, ug, gg):
 
 # a called function, not inlined: each call site of an inlined function is typed and compiled
 # again
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=True)
 def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
     """``phi(t) - aQa/2`` and ``phi'(t)`` (hinge active where the margin is < 1)."""
-    value = t * d_Q_a + 0.5 * t * t * d_Q_d
-    slope = d_Q_a + t * d_Q_d
+    value = 0.0
+    slope = 0.0
     for i in range(margins.shape[0]):
         margin = margins[i] + t * step_margins[i]
-        if margin < 1.0:
-            value += costs[i] * (1.0 - margin)
-            slope -= costs[i] * step_margins[i]
-    return value, slope
+        active = margin < 1.0
+        value += costs[i] * (1.0 - margin) if active else 0.0
+        slope += costs[i] * step_margins[i] if active else 0.0
+    return t * d_Q_a + 0.5 * t * t * d_Q_d + value, d_Q_a + t * d_Q_d - slope
 
 
 def _slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):

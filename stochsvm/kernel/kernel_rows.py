@@ -56,12 +56,12 @@ from collections import namedtuple
 import numba
 import numpy as np
 
-from .._core.threads import map_blocks
+from .._core.threads import map_blocks, start_thread_pool
 from .fixed_point import FIXED_LEVELS
 
-__all__ = ["KERNEL_CODES", "KernelRows", "N_PARAMETERS", "add_kernel_rows", "append_points",
-           "claim_slots", "exponential", "kernel_rows_record", "paged_buffer",
-           "streamed_products"]
+__all__ = ["KERNEL_CODES", "KernelRows", "N_PARAMETERS", "PRODUCT_TILE", "add_kernel_rows",
+           "append_points", "claim_slots", "computed_products", "exponential",
+           "kernel_rows_record", "paged_buffer", "streamed_products"]
 
 #: ``points`` (n_features x capacity, feature-major) and ``parameters`` (float64: the number
 #: of cached samples, gamma, degree, coef0, the intercept's offset, the kernel's code and the
@@ -400,6 +400,75 @@ def add_kernel_rows(gram, rows, weights, count, size, out, source):
     for k in range(count):
         if slots[k] >= 0 and source.filled[slots[k]] < size:
             source.filled[slots[k]] = size
+
+
+#: rows of :math:`T_k` per parallel task of :func:`computed_products` (a column block of the
+#: points is read once for all of them)
+PRODUCT_TILE = 64
+
+
+@numba.njit(cache=True, fastmath=True)
+def _dot(x, y):
+    """``x @ y`` of two float64 vectors (the compiler's order of the sum, the same on any
+    number of threads)."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * y[i]
+    return total
+
+
+@numba.njit(cache=True, parallel=True)
+def _row_products(source, first, count, size, vectors, products):
+    """``products[m, v] = step * sum_{i < size} Q[first + m, i] * vectors[v, i]``
+    (:func:`computed_products`): ``PRODUCT_TILE`` rows per parallel task, their values
+    computed ``GROUP`` rows at a time over blocks of ``COLUMN_BLOCK`` columns, each product
+    summed block by block in the order of the blocks."""
+    parameters = source.parameters
+    kind = np.int64(parameters[KIND])
+    step = parameters[STEP]
+    n_vectors = vectors.shape[0]
+    for tile in numba.prange((count + PRODUCT_TILE - 1) // PRODUCT_TILE):
+        tile_start = tile * PRODUCT_TILE
+        tile_count = min(PRODUCT_TILE, count - tile_start)
+        rows = np.empty(GROUP, dtype=np.int64)
+        sums = np.empty((GROUP, COLUMN_BLOCK), dtype=source.points.dtype)
+        values = np.empty(COLUMN_BLOCK, dtype=source.values.dtype)
+        scaled = np.empty(COLUMN_BLOCK)
+        totals = np.zeros((tile_count, n_vectors))
+        for start in range(0, size, COLUMN_BLOCK):
+            stop = min(size, start + COLUMN_BLOCK)
+            length = stop - start
+            for group in range(0, tile_count, GROUP):
+                members = min(GROUP, tile_count - group)
+                for m in range(members):
+                    rows[m] = first + tile_start + group + m
+                _compute_group(source.points, kind, rows, members, start, stop, sums)
+                for m in range(members):
+                    _kernel_values(parameters, sums[m, :length], values[:length])
+                    for i in range(length):
+                        scaled[i] = step * np.float64(values[i])
+                    for v in range(n_vectors):
+                        totals[group + m, v] += _dot(scaled[:length], vectors[v, start:stop])
+        for m in range(tile_count):
+            for v in range(n_vectors):
+                products[tile_start + m, v] = totals[m, v]
+
+
+def computed_products(source, first, count, size, vectors):
+    r""":math:`Q_{RS}\,V` for the rows :math:`R` = ``first, ..., first + count - 1`` and
+    the columns :math:`S = 0, ..., size - 1` of the points of ``source`` (a
+    :class:`KernelRows` record whose points hold both), with every kernel value computed
+    from the points as :func:`add_kernel_rows` computes it (the cached matrix's type and
+    rounding) and never stored: the products of the validation points :math:`T_k` with
+    :math:`S_k` past the cached matrix. ``vectors`` has shape ``(size, k)``; returns
+    ``(count, k)`` float64 products, each summed over the columns in order, ``GROUP``
+    rows per task on numba's threads: the same bits on one thread or many."""
+    vectors = np.ascontiguousarray(np.transpose(vectors), dtype=np.float64)
+    products = np.zeros((count, vectors.shape[0]))
+    if count and size:
+        start_thread_pool()
+        _row_products(source, first, count, size, vectors, products)
+    return products
 
 
 #: bound on one block of kernel rows of :func:`streamed_products`

@@ -18,7 +18,8 @@ from sklearn.exceptions import ConvergenceWarning
 from ._base import matvec
 from ._conjugate import first_step_length
 from .fixed_point import storage_dtype, store_kernel
-from .kernel_rows import CACHED, append_points, kernel_rows_record, streamed_products
+from .kernel_rows import (CACHED, append_points, computed_products, kernel_rows_record,
+                          streamed_products)
 from .row_sources import stack_rows
 from .scs_iterations import (
     ACCEPTED_STEPS,
@@ -60,7 +61,8 @@ from .scs_iterations import (
     sample_iterations,
 )
 
-__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "MINIMUM_HELD_OUT", "cache_end", "fit_adaptive",
+__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "COMPUTED_PRODUCT_FEATURES", "MINIMUM_HELD_OUT",
+           "cache_end", "fit_adaptive",
            "grow", "held_out_values", "problem_result", "rescale_hinge", "streamed_scores",
            "test_size", "validation_scores", "validation_test", "warn_about_problem"]
 
@@ -201,11 +203,13 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                     order[size:size + count])
                 if not streamed:
                     store(test_rows, sample_rows, gram[size:size + count, :size])
+                if points is not None:  # T_k after S_k: the points of its rows
+                    append_points(points, test_rows, size)
                 tested = count
             if streamed:
                 scores, before, step_scores, hinge_scores = streamed_scores(
                     kernel, test_rows, sample_rows, a, d, size, previous,
-                    settings.kernel_dtype, hinge, settings.threads)
+                    settings.kernel_dtype, hinge, settings.threads, rows_record)
             else:
                 scores, before = validation_scores(gram, size, count, a, previous, step,
                                                    settings.threads)
@@ -222,8 +226,6 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                 else:
                     grow(store, test_rows, gram, size, count, iterate, settings.threads,
                          step)
-                if points is not None:
-                    append_points(points, test_rows, size)
                 sample_rows = stack_rows(sample_rows, test_rows)
                 size += count
                 tested = 0
@@ -377,20 +379,36 @@ def validation_scores(gram, size, count, a, previous, step=1.0, threads=1):
     return scores, before
 
 
+#: the most features for which :func:`streamed_scores` computes the validation rows' kernel
+#: values in compiled code (more features: matrix products are faster)
+COMPUTED_PRODUCT_FEATURES = 64
+
+
 def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype, hinge,
-                    threads=1):
+                    threads=1, rows=None):
     """:func:`validation_scores` past the cached matrix, from kernel rows computed block by
-    block (:func:`~stochsvm.kernel.kernel_rows.streamed_products`), with the products of the
-    direction and of the subgradient's hinge part, :math:`Q_{T_k S_k} d` and
-    :math:`Q_{T_k S_k} v`, that a growth needs. Returns ``(scores, before, step_scores,
-    hinge_scores)``, the same bits on any number of ``threads``."""
+    block and never kept, with the products of the direction and of the subgradient's hinge
+    part, :math:`Q_{T_k S_k} d` and :math:`Q_{T_k S_k} v`, that a growth needs. Returns
+    ``(scores, before, step_scores, hinge_scores)``, the same bits on any number of
+    ``threads``.
+
+    With at most ``COMPUTED_PRODUCT_FEATURES`` features and the points of :math:`S_k` and
+    then :math:`T_k` in the :class:`~stochsvm.kernel.kernel_rows.KernelRows` record
+    ``rows``, the values are those of the iterations past the budget, computed and
+    multiplied in compiled code (:func:`~stochsvm.kernel.kernel_rows.computed_products`);
+    otherwise by the fitted ``kernel`` and matrix products
+    (:func:`~stochsvm.kernel.kernel_rows.streamed_products`), faster with many features
+    (``benchmarks/BENCHMARKS.md``)."""
     vectors = np.zeros((size, 4))
     vectors[:, 0] = a[:size]
     vectors[:, 1] = d[:size]
     if previous is not None:
         vectors[:previous.size, 2] = previous
     vectors[:, 3] = hinge[:size]
-    products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype, threads)
+    if rows is not None and rows.points.shape[0] <= COMPUTED_PRODUCT_FEATURES:
+        products = computed_products(rows, size, test_rows.shape[0], size, vectors)
+    else:
+        products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype, threads)
     before = None if previous is None else products[:, 2]
     return products[:, 0], before, products[:, 1], products[:, 3]
 

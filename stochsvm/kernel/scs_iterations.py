@@ -253,8 +253,7 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
                     if not fresh:
                         for i in range(size):
                             target = costs[i] * labels[i] if labels[i] * q_at[i] < 1.0 else 0.0
-                            if target != hinge[i]:
-                                changed += 1
+                            changed += 1 if target != hinge[i] else 0
                         fresh = 2 * changed > size
                     if fresh:
                         for i in range(size):
@@ -363,13 +362,11 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
             quadratic = 0.0
             hinge_a = 0.0
             hinge_b = 0.0
-            for i in range(size):
+            for i in range(size):  # selects, not branches: margins cross 1 at random
                 quadratic += a[i] * q_a[i]
-                if margins[i] < 1.0:
-                    hinge_a += costs[i] * (1.0 - margins[i])
+                hinge_a += costs[i] * (1.0 - margins[i]) if margins[i] < 1.0 else 0.0
                 moved = margins[i] + step * step_margins[i]
-                if moved < 1.0:
-                    hinge_b += costs[i] * (1.0 - moved)
+                hinge_b += costs[i] * (1.0 - moved) if moved < 1.0 else 0.0
             model_a = 0.5 * quadratic + hinge_a
             model_b = 0.5 * quadratic + step * d_q_a + 0.5 * step * step * d_q_d + hinge_b
             # steps 14-16: the ratio test of Lemma 3.9 with f_k as its own estimate
