@@ -95,9 +95,9 @@ def minimum_norm_weight(uu, ug, gg):
 @numba.njit(cache=True, fastmath=True)
 def _value_and_slope(t, margins, step_margins, costs, d_Q_a, d_Q_d):
     """``phi(t) - aQa/2`` and ``phi'(t)`` (hinge active where the margin is < 1). The
-    active terms are selected, not branched to (margins cross 1 at random, and a branch
-    mispredicted at every other sample cost 16x the time), and summed in the compiler's
-    order: the same bits on any number of threads, the sequential sum to rounding."""
+    active terms are selected, not branched to (margins cross 1 at random: a branch is
+    mispredicted often, ``benchmarks/BENCHMARKS.md``), and summed in the compiler's order:
+    the same bits on any number of threads, the sequential sum to rounding."""
     value = 0.0
     slope = 0.0
     for i in range(margins.shape[0]):
