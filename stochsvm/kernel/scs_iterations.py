@@ -188,7 +188,10 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
     The compiled functions are reached as module globals, never captured, so that the disk
     cache recognizes each variant in a new process."""
 
-    @numba.njit(cache=True)
+    # sums reassociated (vectorized: the sums of step 8 select their hinge terms), with
+    # infinities and NaNs kept (the restart's value starts at infinity): the same bits on
+    # any number of threads, the sequential sums to rounding (tests/twins.py)
+    @numba.njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
     def iterations(gram, size, labels, costs, iterate, work, settings, state, records, first,
                    last, source):
         """See :func:`sample_iterations`."""
