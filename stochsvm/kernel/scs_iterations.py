@@ -122,11 +122,13 @@ def _add_rows_serial(gram, rows, weights, count, start, stop, out, step):
     """``out[i] += sum_k step weights[k] gram[rows[k], i]`` for ``start <= i < stop``, each
     entry summed over ``k`` in order (``step``: the value of a stored unit, 1 for a float
     ``gram``, :mod:`stochsvm.kernel.fixed_point`)."""
+    block = out[start:stop]  # slices indexed from 0: consecutive loads, vectorized
     for k in range(count):
         row = np.int64(rows[k])
         weight = weights[k] * step
-        for i in range(start, stop):
-            out[i] += weight * gram[row, i]
+        values = gram[row, start:stop]
+        for i in range(stop - start):
+            block[i] += weight * values[i]
 
 
 @numba.njit(cache=True, parallel=True)
