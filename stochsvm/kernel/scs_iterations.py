@@ -191,9 +191,10 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
     cache recognizes each variant in a new process."""
 
     # sums reassociated (vectorized: the sums of step 8 select their hinge terms), with
-    # infinities and NaNs kept (the restart's value starts at infinity): the same bits on
-    # any number of threads, the sequential sums to rounding (tests/twins.py)
-    @numba.njit(cache=True, fastmath={"reassoc", "contract", "nsz"})
+    # infinities and NaNs kept (the restart's value starts at infinity) and no fused
+    # multiply-adds (the inline rows' products round as add_weighted_rows's): the same bits
+    # on any number of threads, the sequential sums to rounding (tests/twins.py)
+    @numba.njit(cache=True, fastmath={"reassoc", "nsz"})
     def iterations(gram, size, labels, costs, iterate, work, settings, state, records, first,
                    last, source):
         """See :func:`sample_iterations`."""
