@@ -220,3 +220,36 @@ def test_dense_variance_matches_numpy(dtype, shape, order):
     X = (np.random.default_rng(0).normal(size=shape) * 3 + 100).astype(dtype)
     X = np.asarray(X, order=order)
     assert _dense_variance(X) == pytest.approx(float(np.var(X.astype(np.float64))), rel=1e-10)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_prepared_columns_give_the_same_float32_block(kernel, sparse):
+    """Columns prepared once (centred, their norms taken) give the block of the columns
+    themselves, bit for bit, for any rows, and a block over several chunks of rows."""
+    from stochsvm._core.kernels import prepare_columns
+
+    rng = np.random.RandomState(3)
+    A, B = rng.rand(300, 6) + 2.0, rng.rand(120, 6) + 2.0
+    if sparse:
+        A, B = sp.csr_matrix(A), sp.csr_matrix(B)
+    columns = prepare_columns(B, kernel, 0.3)
+    for rows in (A, A[:7]):
+        expected = kernel_block(rows, B, kernel, 0.3, 2, 0.5, dtype=np.float32, threads=2)
+        got = kernel_block(rows, columns, kernel, 0.3, 2, 0.5, dtype=np.float32, threads=2)
+        np.testing.assert_array_equal(got, expected)
+    assert kernel_block(A[:0], columns, kernel, 0.3, 2, 0.5, dtype=np.float32).shape == (0, 120)
+
+
+def test_prepared_columns_refuse_another_kernel_or_type():
+    from stochsvm._core.kernels import prepare_columns
+
+    B = np.random.RandomState(0).rand(10, 3)
+    columns = prepare_columns(B, "rbf", 0.5)
+    with pytest.raises(ValueError, match="prepared for kernel='rbf', gamma=0.5"):
+        kernel_block(B, columns, "rbf", 0.25, dtype=np.float32)
+    with pytest.raises(ValueError, match="float32 blocks"):
+        kernel_block(B, columns, "rbf", 0.5, dtype=np.float64)
+    with pytest.raises(ValueError, match="float32 blocks"):
+        kernel_block(B, prepare_columns(B, "laplacian", 0.5), "laplacian", 0.5,
+                     dtype=np.float32)

@@ -3,6 +3,7 @@ matrix computed on the fly (stochsvm/kernel/kernel_rows.py), and the model is th
 path's where both fit."""
 
 import warnings
+from functools import partial
 
 import numba
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from stochsvm._core.kernels import kernel_block
+from stochsvm._core.kernels import kernel_block, prepare_columns
 from stochsvm._core.threads import start_thread_pool, using_threads
 from stochsvm.kernel import SCSKernelSVC
 from stochsvm.kernel.fixed_point import fixed_step, storage_dtype
@@ -159,6 +160,15 @@ def test_streamed_products_are_the_block_products(monkeypatch):
 
     np.testing.assert_allclose(streamed_products(kernel, A, B, vectors, np.float64),
                                kernel(A, B) @ vectors, rtol=1e-12)
+
+    def single(left, right):
+        return kernel_block(left, right, "rbf", 0.3, dtype=np.float32)
+
+    # columns prepared once give the products of the columns themselves, bit for bit
+    np.testing.assert_array_equal(
+        streamed_products(single, A, B, vectors, np.float32,
+                          prepare=partial(prepare_columns, kernel="rbf", gamma=0.3)),
+        streamed_products(single, A, B, vectors, np.float32))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

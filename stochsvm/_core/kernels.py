@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -44,6 +45,8 @@ __all__ = [
     "KERNELS",
     "resolve_gamma",
     "kernel_block",
+    "PreparedColumns",
+    "prepare_columns",
     "check_kernel_budget",
     "check_memory_budget",
     "check_machine_memory",
@@ -311,7 +314,8 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
     Parameters
     ----------
     A, B : ndarray or CSR matrix
-        Rows to compare (same number of columns).
+        Rows to compare (same number of columns). ``B`` may be a :class:`PreparedColumns`
+        (:func:`prepare_columns`) for a float32 block.
     kernel : {"linear", "rbf", "laplacian", "poly"}
     gamma : float
         Kernel width (already resolved, see :func:`resolve_gamma`).
@@ -344,11 +348,17 @@ def kernel_block(A, B, kernel="rbf", gamma=1.0, degree=3, coef0=0.0, dtype=np.fl
     """
     check_choice(kernel, "kernel", KERNELS)
     dtype = np.dtype(dtype)
-    n_rows, n_columns = A.shape[0], B.shape[0]
+    prepared = isinstance(B, PreparedColumns)
+    n_rows, n_columns = A.shape[0], (B.rows if prepared else B).shape[0]
     if out is None:
         check_memory_budget(float(dtype.itemsize) * n_rows * n_columns, max_memory_mb,
                             f"A {n_rows} x {n_columns} kernel block", advice)
         out = np.empty((n_rows, n_columns), dtype=dtype)
+    if prepared:
+        if dtype != np.float32 or out.dtype != np.float32 or kernel == "laplacian":
+            raise ValueError("Prepared columns give float32 blocks of the 'rbf', 'linear' "
+                             "and 'poly' kernels only.")
+        return _kernel_block_single(A, B, kernel, gamma, degree, coef0, out, threads)
     if B is A:
         return _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out, threads)
     if dtype == np.float32 and out.dtype == np.float32 and kernel != "laplacian":
@@ -405,12 +415,22 @@ def _symmetric_block(A, kernel, gamma, degree, coef0, dtype, out, threads=1):
     return out
 
 
-def _kernel_block_single(A, B, kernel, gamma, degree, coef0, out, threads=1):
-    """The float32 path of :func:`kernel_block` (``"rbf"``, ``"linear"``, ``"poly"``)."""
-    n_rows = A.shape[0]
-    if n_rows == 0 or B.shape[0] == 0:
-        return out
-    dense = not sp.issparse(A) and not sp.issparse(B)
+#: The columns ``B`` of float32 kernel blocks, prepared once for blocks of many row sets
+#: (:func:`prepare_columns`): ``rows`` (float32, centred on ``shift`` for a dense ``"rbf"``),
+#: ``shift`` (float32, or None) and ``scaled_norms`` (:math:`\gamma\|b_j\|^2` in float32 for
+#: ``"rbf"``, else None), with the ``kernel`` and ``gamma`` they were prepared for.
+PreparedColumns = namedtuple("PreparedColumns", ["rows", "shift", "scaled_norms", "kernel",
+                                                 "gamma"])
+
+
+def prepare_columns(B, kernel, gamma):
+    r"""The columns ``B`` of :func:`kernel_block`'s float32 blocks (``"rbf"``, ``"linear"``,
+    ``"poly"``), prepared once: a :class:`PreparedColumns` to pass as ``B`` to
+    :func:`kernel_block` with ``dtype=float32``, for the blocks of many sets of rows against
+    the same columns (the validation rows streamed past the memory budget, the chunks of a
+    prediction). The blocks are the same bits as with ``B`` itself; only the centring of
+    ``B`` and its norms, a pass over ``B`` each, are not repeated for every block."""
+    dense = not sp.issparse(B)
     shift = None
     if kernel == "rbf" and dense:
         # distances are shift-invariant: centre both sides on the mean of B (float64 sum)
@@ -420,8 +440,24 @@ def _kernel_block_single(A, B, kernel, gamma, degree, coef0, out, threads=1):
         B = B.astype(np.float32)
     else:
         B = _centred_single(B, shift)
-    B_scaled = ((gamma * _squared_norms_single(B)).astype(np.float32)
-                if kernel == "rbf" else None)
+    scaled = (gamma * _squared_norms_single(B)).astype(np.float32) if kernel == "rbf" else None
+    return PreparedColumns(B, shift, scaled, kernel, float(gamma))
+
+
+def _kernel_block_single(A, B, kernel, gamma, degree, coef0, out, threads=1):
+    """The float32 path of :func:`kernel_block` (``"rbf"``, ``"linear"``, ``"poly"``); ``B``
+    may be a :class:`PreparedColumns`."""
+    n_rows = A.shape[0]
+    if not isinstance(B, PreparedColumns):
+        if n_rows == 0 or B.shape[0] == 0:
+            return out
+        B = prepare_columns(B, kernel, gamma)
+    elif B.kernel != kernel or B.gamma != float(gamma):
+        raise ValueError(f"Columns prepared for kernel={B.kernel!r}, gamma={B.gamma!r} were "
+                         f"given for kernel={kernel!r}, gamma={gamma!r}.")
+    if n_rows == 0 or B.rows.shape[0] == 0:
+        return out
+    shift, B_scaled, B = B.shift, B.scaled_norms, B.rows
     chunk = max(_SINGLE_CHUNK_ROWS, int(_SINGLE_CHUNK_BYTES // (4 * max(B.shape[0], 1))))
 
     def fill(start):

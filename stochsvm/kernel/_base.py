@@ -40,6 +40,7 @@ from .._core.kernels import (
     check_memory_budget,
     kernel_block,
     kernel_block_in_namespace,
+    prepare_columns,
     resolve_gamma,
     resolve_kernel_dtype,
 )
@@ -132,6 +133,15 @@ class BaseKernelClassifier(BaseClassifier):
         if offset:
             block += offset
         return block
+
+    def _kernel_columns(self, B):
+        """``B`` as the columns of many :meth:`_kernel_values` blocks: prepared once
+        (:func:`~stochsvm._core.kernels.prepare_columns`) for float32 blocks of the
+        ``"rbf"``, ``"linear"`` and ``"poly"`` kernels, else ``B`` itself."""
+        if (np.dtype(self._kernel_dtype) != np.float32 or self._kernel_name == "laplacian"
+                or B.shape[0] == 0):
+            return B
+        return prepare_columns(B, self._kernel_name, self._gamma)
 
     def _kernel_values_in_namespace(self, A, B, namespace, dtype=None):
         """:meth:`_kernel_values` of two arrays of an array-API namespace, computed there
@@ -266,9 +276,10 @@ class BaseKernelClassifier(BaseClassifier):
         if len(self.support_):
             chunk = self._chunk_rows(len(self.support_))
             coefficients = np.ascontiguousarray(self.dual_coef_, dtype=np.float64)
+            columns = self._kernel_columns(self.support_vectors_)
 
             def score(start):
-                block = self._kernel_values(X[start:start + chunk], self.support_vectors_)
+                block = self._kernel_values(X[start:start + chunk], columns)
                 scores[start:start + chunk] = block_times_coefficients(block, coefficients)
 
             starts = range(0, X.shape[0], chunk)

@@ -41,6 +41,14 @@ a row read once goes first), never a slot claimed by the same product: :func:`cl
 serial, before the parallel products (``tests/test_scs_past_budget.py`` pins the model: the
 same bits with or without the cache).
 
+**Validation rows.** The products of the validation points :math:`T_k` with :math:`S_k` past
+the cached matrix (:func:`computed_products`) compute their values the same way and never keep
+them: a task takes ``PRODUCT_TILE`` rows and, block of ``COLUMN_BLOCK`` columns after block,
+computes their values ``GROUP`` rows at a time and adds their products with the vectors. At few
+features this beats the kernel block and matrix products of :func:`streamed_products`, whose
+passes over a block are memory-bound; at many features the matrix products win
+(``benchmarks/BENCHMARKS.md``, "Compiled validation products").
+
 Columns run in blocks of ``COLUMN_BLOCK`` on numba's threads, each entry of the result summed
 over the changed rows in order: the same bits on one thread or many, and whatever the slots.
 Within a block, the rows whose values are computed go ``GROUP`` at a time, so that each
@@ -477,7 +485,7 @@ STREAM_BLOCK_BYTES = 64 * 2**20
 PRODUCT_ROWS = 256
 
 
-def streamed_products(kernel, rows, sample_rows, vectors, dtype, threads=1):
+def streamed_products(kernel, rows, sample_rows, vectors, dtype, threads=1, prepare=None):
     r"""``kernel(rows, sample_rows) @ vectors`` in float64, the kernel rows computed block by
     block (at most ``STREAM_BLOCK_BYTES`` of ``dtype`` each) and never kept: the products of
     validation points with :math:`S_k` past the cached matrix.
@@ -487,15 +495,19 @@ def streamed_products(kernel, rows, sample_rows, vectors, dtype, threads=1):
     vectors cast to float32 (as :func:`~stochsvm.kernel._base.matvec` does). The products
     run ``PRODUCT_ROWS`` rows at a time on ``threads`` threads, each on a single-threaded
     BLAS (:func:`~stochsvm._core.threads.map_blocks`): the same bits on one thread or many
-    (a multi-threaded BLAS splits its sums by its thread count)."""
+    (a multi-threaded BLAS splits its sums by its thread count). ``prepare(sample_rows)``,
+    when given, returns the columns passed to ``kernel`` for every block
+    (:func:`~stochsvm._core.kernels.prepare_columns`: centred and their norms taken once,
+    not once per block)."""
     n_rows = rows.shape[0]
     products = np.empty((n_rows, vectors.shape[1]))
     itemsize = np.dtype(dtype).itemsize
     block = max(1, int(STREAM_BLOCK_BYTES // (itemsize * max(sample_rows.shape[0], 1))))
     factors = vectors if np.dtype(dtype) == np.float64 else vectors.astype(dtype)
+    columns = sample_rows if prepare is None else prepare(sample_rows)
     for start in range(0, n_rows, block):
         stop = min(n_rows, start + block)
-        values = kernel(rows[start:stop], sample_rows)
+        values = kernel(rows[start:stop], columns)
 
         def multiply(first, values=values, start=start, stop=stop):
             last = min(stop, first + PRODUCT_ROWS)

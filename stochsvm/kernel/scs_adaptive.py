@@ -11,10 +11,12 @@ the same model for the same ``random_state``.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._core.kernels import prepare_columns
 from ._base import matvec
 from ._conjugate import first_step_length
 from .fixed_point import storage_dtype, store_kernel
@@ -209,7 +211,8 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
             if streamed:
                 scores, before, step_scores, hinge_scores = streamed_scores(
                     kernel, test_rows, sample_rows, a, d, size, previous,
-                    settings.kernel_dtype, hinge, settings.threads, rows_record)
+                    settings.kernel_dtype, hinge, settings.threads, rows_record,
+                    column_preparation(settings))
             else:
                 scores, before = validation_scores(gram, size, count, a, previous, step,
                                                    settings.threads)
@@ -384,8 +387,21 @@ def validation_scores(gram, size, count, a, previous, step=1.0, threads=1):
 COMPUTED_PRODUCT_FEATURES = 64
 
 
+def column_preparation(settings):
+    """``prepare(B)``: the columns ``B`` of the fitted kernel's float32 blocks prepared once
+    (:func:`~stochsvm._core.kernels.prepare_columns`), or ``None`` where the blocks are not
+    float32 ones of ``"rbf"``, ``"linear"`` or ``"poly"`` (``settings.kernel_rows`` names the
+    kernel past the budget)."""
+    if settings.kernel_rows is None or np.dtype(settings.kernel_dtype) != np.float32:
+        return None
+    name, gamma = settings.kernel_rows[0], settings.kernel_rows[1]
+    if name == "laplacian":
+        return None
+    return partial(prepare_columns, kernel=name, gamma=gamma)
+
+
 def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype, hinge,
-                    threads=1, rows=None):
+                    threads=1, rows=None, prepare=None):
     """:func:`validation_scores` past the cached matrix, from kernel rows computed block by
     block and never kept, with the products of the direction and of the subgradient's hinge
     part, :math:`Q_{T_k S_k} d` and :math:`Q_{T_k S_k} v`, that a growth needs. Returns
@@ -397,8 +413,8 @@ def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype,
     ``rows``, the values are those of the iterations past the budget, computed and
     multiplied in compiled code (:func:`~stochsvm.kernel.kernel_rows.computed_products`);
     otherwise by the fitted ``kernel`` and matrix products
-    (:func:`~stochsvm.kernel.kernel_rows.streamed_products`), faster with many features
-    (``benchmarks/BENCHMARKS.md``)."""
+    (:func:`~stochsvm.kernel.kernel_rows.streamed_products`, the columns of :math:`S_k`
+    prepared once by ``prepare``), faster with many features (``benchmarks/BENCHMARKS.md``)."""
     vectors = np.zeros((size, 4))
     vectors[:, 0] = a[:size]
     vectors[:, 1] = d[:size]
@@ -408,7 +424,8 @@ def streamed_scores(kernel, test_rows, sample_rows, a, d, size, previous, dtype,
     if rows is not None and rows.points.shape[0] <= COMPUTED_PRODUCT_FEATURES:
         products = computed_products(rows, size, test_rows.shape[0], size, vectors)
     else:
-        products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype, threads)
+        products = streamed_products(kernel, test_rows, sample_rows, vectors, dtype, threads,
+                                     prepare)
     before = None if previous is None else products[:, 2]
     return products[:, 0], before, products[:, 1], products[:, 3]
 
