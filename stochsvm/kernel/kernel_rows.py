@@ -469,8 +469,9 @@ def computed_products(source, first, count, size, vectors):
     from the points as :func:`add_kernel_rows` computes it (the cached matrix's type and
     rounding) and never stored: the products of the validation points :math:`T_k` with
     :math:`S_k` past the cached matrix. ``vectors`` has shape ``(size, k)``; returns
-    ``(count, k)`` float64 products, each summed over the columns in order, ``GROUP``
-    rows per task on numba's threads: the same bits on one thread or many."""
+    ``(count, k)`` float64 products, each summed block of ``COLUMN_BLOCK`` columns after
+    block, ``PRODUCT_TILE`` rows per task on numba's threads: the same bits on one thread or
+    many."""
     vectors = np.ascontiguousarray(np.transpose(vectors), dtype=np.float64)
     products = np.zeros((count, vectors.shape[0]))
     if count and size:

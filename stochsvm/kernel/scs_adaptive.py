@@ -64,9 +64,9 @@ from .scs_iterations import (
 )
 
 __all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "COMPUTED_PRODUCT_FEATURES", "MINIMUM_HELD_OUT",
-           "cache_end", "fit_adaptive",
-           "grow", "held_out_values", "problem_result", "rescale_hinge", "streamed_scores",
-           "test_size", "validation_scores", "validation_test", "warn_about_problem"]
+           "cache_end", "column_preparation", "fit_adaptive", "grow", "held_out_values",
+           "problem_result", "rescale_hinge", "streamed_scores", "test_size",
+           "validation_scores", "validation_test", "warn_about_problem"]
 
 #: the most multiply-adds of Q^k a chunk of compiled iterations may do (an iteration reads
 #: at most |S_k|^2 entries): about 0.05 s, so that a fit stops within a fraction of a second
