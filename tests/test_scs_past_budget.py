@@ -419,16 +419,18 @@ if __name__ == "__main__":
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-@pytest.mark.parametrize("start, layer, parent", [("spawn", None, "past"),
-                                                  ("fork", "workqueue", "past"),
-                                                  ("fork", None, "within")])
+@pytest.mark.parametrize("start, layer, parent, threads", [("spawn", None, "past", None),
+                                                           ("fork", "workqueue", "past", None),
+                                                           ("fork", None, "within", None),
+                                                           ("fork", None, "within", "1")])
 def test_a_fit_past_the_budget_in_a_child_of_a_process_that_ran_one(tmp_path, start, layer,
-                                                                    parent):
+                                                                    parent, threads):
     """The ways out the estimator's docstring gives ("Threads") for a process that forks fits
     past the budget after running one: children started by "spawn", or numba's workqueue
     threading layer (GNU OpenMP aborts a forked child that runs its loops again). A parent
-    whose fits stayed within the budget never started numba's thread pool: its forked
-    children train past the budget."""
+    whose fits stayed within the budget never started numba's thread pool, also with fewer
+    threads asked for (``OMP_NUM_THREADS=1``) than numba has: its forked children train past
+    the budget."""
     import os
     import subprocess
     import sys
@@ -438,6 +440,9 @@ def test_a_fit_past_the_budget_in_a_child_of_a_process_that_ran_one(tmp_path, st
     environment = dict(os.environ)
     if layer:
         environment["NUMBA_THREADING_LAYER"] = layer
+    environment.pop("OMP_NUM_THREADS", None)  # other tests' imports may set it
+    if threads:
+        environment["OMP_NUM_THREADS"] = threads
     completed = subprocess.run([sys.executable, str(script), start, parent], env=environment,
                                capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr[-2000:]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -40,22 +41,32 @@ def blas_thread_limit():
     return max(counts) if counts else None
 
 
+#: the count :func:`using_threads` asked for in the calling thread while numba's thread pool
+#: was not started (``count``), applied by :func:`start_thread_pool`
+_REQUESTED = threading.local()
+
+
 def numba_threads():
     """numba's thread count in the calling thread, without starting numba's thread pool
-    (:func:`numba.get_num_threads` starts it): before the pool starts, the count is
-    ``NUMBA_NUM_THREADS``. A process that has started numba's OpenMP pool aborts a child it
-    forks when the child runs a parallel loop, so the pool starts only where a fit runs one
-    (or needs a smaller count in the pool than ``NUMBA_NUM_THREADS``)."""
+    (:func:`numba.get_num_threads` starts it): before the pool starts, the count that
+    :func:`using_threads` asked for, else ``NUMBA_NUM_THREADS``. A process that has started
+    numba's OpenMP pool aborts a child it forks when the child runs a parallel loop, so the
+    pool starts only where a fit runs one."""
     if not _pool_started():
-        return numba.config.NUMBA_NUM_THREADS
+        requested = getattr(_REQUESTED, "count", None)
+        return numba.config.NUMBA_NUM_THREADS if requested is None else requested
     return numba.get_num_threads()
 
 
 def start_thread_pool():
     """Start numba's thread pool (if it is not running) before compiled code that runs a
-    parallel loop: a compiled function loaded from numba's disk cache that calls a parallel
-    one does not start the pool itself, and would run the loop on a pool not started."""
+    parallel loop, with the count :func:`using_threads` asked for in the calling thread: a
+    compiled function loaded from numba's disk cache that calls a parallel one does not start
+    the pool itself, and would run the loop on a pool not started."""
     numba.get_num_threads()
+    requested = getattr(_REQUESTED, "count", None)
+    if requested is not None and numba.get_num_threads() != requested:
+        numba.set_num_threads(requested)
 
 
 def _pool_started():
@@ -82,11 +93,21 @@ def fit_threads():
 @contextlib.contextmanager
 def using_threads(threads):
     """Make numba's parallel loops use ``threads`` threads in the calling thread, and restore
-    the previous count on exit. Before numba's thread pool has started, a count equal to
-    its default leaves it unstarted (:func:`numba_threads`)."""
+    the previous count on exit. Before numba's thread pool has started, the count is only
+    recorded (:func:`numba_threads`), and applied when a parallel loop starts the pool
+    (:func:`start_thread_pool`): a fit that runs none leaves the pool unstarted, whatever
+    the count."""
     count = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
-    if not _pool_started() and count == numba.config.NUMBA_NUM_THREADS:
-        yield
+    if not _pool_started():
+        previous_request = getattr(_REQUESTED, "count", None)
+        _REQUESTED.count = count
+        try:
+            yield
+        finally:
+            _REQUESTED.count = previous_request
+            if _pool_started():  # started inside: back to the count asked for before
+                numba.set_num_threads(numba.config.NUMBA_NUM_THREADS
+                                      if previous_request is None else previous_request)
         return
     previous = numba.get_num_threads()
     numba.set_num_threads(count)
