@@ -24,6 +24,14 @@ Protocol
   counts alternating; the run of median fit time is reported, with every run's seconds
   beside it (two threads share the machine's memory and caches with whatever else runs on
   its host: single runs of the same fit vary by 5-10%).
+* The machine's ceiling (``--ceiling-repeats``, 5 runs per thread count, alternating, each
+  in a child process): the package's two parallel loops timed alone, the compute-bound one of
+  the rows past the budget (kernel values of 4,096 x 32,768 pairs of 10-feature points,
+  ``kernel_rows.computed_products``) and the memory-bound one of the cached iterations
+  (weighted sums of the rows of a 4,096 x 32,768 16-bit matrix,
+  ``scs_iterations.add_weighted_rows``). Their speed-ups from 1 to 2 threads bound what a
+  fit's parallel parts reach on the machine (two virtual processors may share a physical
+  core's vector units); the processor's model name is recorded with the machine.
 * The SCS models on 1 and 2 threads are compared: the largest difference of their test
   decision values, relative to the largest value.
 
@@ -81,7 +89,6 @@ def load(task, arguments):
 
 def worker(arguments):
     """Child: one method on one task with the thread count of the environment."""
-    sys.path.insert(0, arguments.package)
     import numpy as np
 
     data = load(arguments.task, arguments)
@@ -141,14 +148,80 @@ def worker(arguments):
     print("RESULT " + json.dumps(result), flush=True)
 
 
+#: the ceiling loops: kernel values of CEILING_ROWS points against CEILING_COLUMNS points
+#: of CEILING_FEATURES features (the compute-bound loop of the rows past the budget), and
+#: weighted sums of the rows of a 16-bit CEILING_ROWS x CEILING_COLUMNS matrix (the
+#: memory-bound loop of the cached iterations), MEMORY_PASSES times
+CEILING_ROWS, CEILING_COLUMNS, CEILING_FEATURES, MEMORY_PASSES = 4096, 32768, 10, 8
+
+
+def ceiling_seconds():
+    """The package's own parallel loops alone, timed on the thread count of the process:
+    ``kernel_rows.computed_products`` (compute-bound: every kernel value computed from the
+    points, as the iterations past the budget compute theirs) and
+    ``scs_iterations.add_weighted_rows`` (memory-bound: rows of a 16-bit matrix streamed
+    from memory, as the cached iterations read them). Their speed-ups from 1 to 2 threads,
+    measured in the same processes as the fits, bound what a fit's parallel parts reach on
+    the machine at that moment. Run in a child process of its own just before each fit's
+    (the fit's peak memory stays its own). Returns ``{"compute": s, "memory": s}``."""
+    import numpy as np
+
+    from stochsvm._core.threads import start_thread_pool
+    from stochsvm.kernel.fixed_point import fixed_step
+    from stochsvm.kernel.kernel_rows import computed_products, kernel_rows_record
+    from stochsvm.kernel.scs_iterations import add_weighted_rows
+
+    random = np.random.RandomState(0)
+    points = random.randn(CEILING_FEATURES, CEILING_COLUMNS).astype(np.float32)
+    step = fixed_step(0.0)
+    record = kernel_rows_record(points, 0, "rbf", 1.0 / CEILING_FEATURES, 3.0, 0.0, 0.0,
+                                step, dtype=np.uint16)
+    vectors = random.randn(CEILING_COLUMNS, 4)
+    matrix = random.randint(0, 65536, size=(CEILING_ROWS, CEILING_COLUMNS), dtype=np.uint16)
+    rows = random.permutation(CEILING_ROWS).astype(np.float64)
+    weights = random.randn(CEILING_ROWS)
+    out = np.zeros(CEILING_COLUMNS)
+    start_thread_pool()
+    computed_products(record, 0, 64, CEILING_COLUMNS, vectors)  # compiled before timing
+    add_weighted_rows(matrix, rows, weights, 64, CEILING_COLUMNS, out, step)
+
+    def memory():
+        for _ in range(MEMORY_PASSES):
+            add_weighted_rows(matrix, rows, weights, CEILING_ROWS, CEILING_COLUMNS, out, step)
+
+    timings = {}
+    for name, call in (("compute", lambda: computed_products(
+            record, 0, CEILING_ROWS, CEILING_COLUMNS, vectors)), ("memory", memory)):
+        started = time.perf_counter()
+        call()
+        timings[name] = time.perf_counter() - started
+    return timings
+
+
+def processor_name():
+    """The processor's model name (Linux), or the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def run_child(arguments, task, method, threads, values):
     command = [sys.executable, __file__, "--worker", "--task", task, "--method", method,
                "--values", values, "--package", arguments.package, "--data", arguments.data,
                "--generated", str(arguments.generated),
                "--scs-all-samples", str(arguments.scs_all_samples or 0),
                "--scs-all-memory", str(arguments.scs_all_memory or 0)]
-    return run_worker(command, threads, arguments.timeout,
-                      {"task": task, "method": method, "threads": threads})
+    identity = {"task": task, "method": method, "threads": threads}
+    limits = run_worker([sys.executable, __file__, "--worker", "--method", "ceiling",
+                         "--package", arguments.package], threads, arguments.timeout, identity)
+    row = run_worker(command, threads, arguments.timeout, identity)
+    if "error" not in limits and "error" not in row:
+        row["ceiling_seconds"] = limits
+    return row
 
 
 def median_run(runs):
@@ -162,6 +235,9 @@ def median_run(runs):
     row, values = finished[(len(finished) - 1) // 2]
     if len(runs) > 1:
         row = {**row, "fit_seconds_runs": [run[0]["fit_seconds"] for run in finished]}
+    # the ceiling loops of every run, in the order the runs ran
+    row = {**row, "ceiling_runs": [run[0]["ceiling_seconds"] for run in runs
+                                   if "ceiling_seconds" in run[0]]}
     return row, values
 
 
@@ -219,12 +295,50 @@ def markdown(report):
     lines += ["", "Targets (issue: every core): SCS on 2 threads at least 1.7x faster than on "
               "1 at n >= 20k; at equal threads faster than scikit-learn-intelex's SVC at "
               "accuracy within 0.5 point.", ""]
+    limits = ceiling_speedups(rows)
+    if limits:
+        lines += ["Ceiling of the machine, 1 -> 2 threads (the package's parallel loops "
+                  "alone, timed in a process of their own just before every fit; median over "
+                  "the processes): "
+                  f"{limits['compute']:.2f}x for the compute-bound loop of the rows past the "
+                  f"budget (range {limits['compute_range']}), {limits['memory']:.2f}x for the "
+                  "memory-bound loop of the cached iterations "
+                  f"(range {limits['memory_range']}).", ""]
     for task, summary in report["summary"].items():
         lines.append(f"* {task}: " + "; ".join(f"{key} {value}" for key, value in
                                                 summary.items()))
     lines += ["", f"Machine: {report['machine']}.",
               f"Total wall clock: {report['seconds']:.0f} s."]
     return "\n".join(lines) + "\n"
+
+
+def ceiling_speedups(rows):
+    """The speed-ups from 1 to 2 threads of the ceiling loops (:func:`ceiling_seconds`): the
+    median seconds over every process on 1 thread against those on 2, with the range of the
+    ratios of the processes that ran one after the other (the same method, task and
+    repeat); ``{}`` without both counts."""
+    import numpy as np
+
+    speedups = {}
+    for kind in ("compute", "memory"):
+        seconds = {1: [], 2: []}
+        ratios = []
+        for row in rows:
+            if row.get("threads") != 2:
+                continue
+            one = next((r for r in rows if r.get("threads") == 1 and
+                        r["task"] == row["task"] and r["method"] == row["method"]), None)
+            if one is None:
+                continue
+            pairs = list(zip(one.get("ceiling_runs", []), row.get("ceiling_runs", [])))
+            seconds[1] += [first[kind] for first, _ in pairs]
+            seconds[2] += [second[kind] for _, second in pairs]
+            ratios += [first[kind] / second[kind] for first, second in pairs]
+        if not ratios:
+            return {}
+        speedups[kind] = float(np.median(seconds[1]) / np.median(seconds[2]))
+        speedups[f"{kind}_range"] = f"{min(ratios):.2f}-{max(ratios):.2f}x"
+    return speedups
 
 
 def summarize(rows):
@@ -307,6 +421,10 @@ def main(argv=None):
     parser.add_argument("--method", help=argparse.SUPPRESS)
     parser.add_argument("--values", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
+    if arguments.worker and arguments.method == "ceiling":
+        sys.path.insert(0, arguments.package)
+        print("RESULT " + json.dumps(ceiling_seconds()), flush=True)
+        return
     if arguments.worker:
         worker(arguments)
         return
@@ -347,6 +465,7 @@ def main(argv=None):
                         rows.append(row)
         report = {"rows": rows, "summary": summarize(rows),
                   "machine": {"processor_count": os.cpu_count(),
+                              "processor": processor_name(),
                               "platform": platform.platform(),
                               "load_average_at_end": os.getloadavg()},
                   "seconds": time.perf_counter() - started}
