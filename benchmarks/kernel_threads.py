@@ -24,14 +24,15 @@ Protocol
   counts alternating; the run of median fit time is reported, with every run's seconds
   beside it (two threads share the machine's memory and caches with whatever else runs on
   its host: single runs of the same fit vary by 5-10%).
-* The machine's ceiling (``--ceiling-repeats``, 5 runs per thread count, alternating, each
-  in a child process): the package's two parallel loops timed alone, the compute-bound one of
+* The machine's ceiling, timed in a child process of its own just before every fit's, on
+  the same thread count: the package's two parallel loops alone, the compute-bound one of
   the rows past the budget (kernel values of 4,096 x 32,768 pairs of 10-feature points,
   ``kernel_rows.computed_products``) and the memory-bound one of the cached iterations
-  (weighted sums of the rows of a 4,096 x 32,768 16-bit matrix,
-  ``scs_iterations.add_weighted_rows``). Their speed-ups from 1 to 2 threads bound what a
-  fit's parallel parts reach on the machine (two virtual processors may share a physical
-  core's vector units); the processor's model name is recorded with the machine.
+  (weighted sums of the rows of a 4,096 x 32,768 16-bit matrix, 8 times,
+  ``scs_iterations.add_weighted_rows``), with a scalar integer loop as a control. Their
+  speed-ups from 1 to 2 threads (the medians over the processes) bound what a fit's
+  parallel parts reach on the machine: two virtual processors may share a physical core's
+  vector units. The processor's model name is recorded with the machine.
 * The SCS models on 1 and 2 threads are compared: the largest difference of their test
   decision values, relative to the largest value.
 
@@ -155,6 +156,30 @@ def worker(arguments):
 CEILING_ROWS, CEILING_COLUMNS, CEILING_FEATURES, MEMORY_PASSES = 4096, 32768, 10, 8
 
 
+def scalar_loop(repeats):
+    """A control for :func:`ceiling_seconds`: 64 independent chains of integer
+    multiply-adds on numba's threads, no memory and no vector unit (a machine with a
+    physical core per thread runs it twice as fast on 2 threads)."""
+    import numba
+    import numpy as np
+
+    @numba.njit(parallel=True)
+    def chains(repeats):
+        out = np.zeros(64, dtype=np.int64)
+        for chain in numba.prange(64):
+            value = np.int64(chain)
+            for _ in range(repeats):
+                value = (value * np.int64(636413622384679) + np.int64(1442695040888963)) \
+                    & np.int64(281474976710655)
+            out[chain] = value
+        return out
+
+    chains(1)
+    started = time.perf_counter()
+    chains(repeats)
+    return time.perf_counter() - started
+
+
 def ceiling_seconds():
     """The package's own parallel loops alone, timed on the thread count of the process:
     ``kernel_rows.computed_products`` (compute-bound: every kernel value computed from the
@@ -162,8 +187,9 @@ def ceiling_seconds():
     ``scs_iterations.add_weighted_rows`` (memory-bound: rows of a 16-bit matrix streamed
     from memory, as the cached iterations read them). Their speed-ups from 1 to 2 threads,
     measured in the same processes as the fits, bound what a fit's parallel parts reach on
-    the machine at that moment. Run in a child process of its own just before each fit's
-    (the fit's peak memory stays its own). Returns ``{"compute": s, "memory": s}``."""
+    the machine at that moment; a scalar control loop (:func:`scalar_loop`) beside them
+    tells the machine's cores from its vector units. Run in a child process of its own just before each fit's
+    (the fit's peak memory stays its own). Returns ``{"compute": s, "memory": s, "scalar": s}``."""
     import numpy as np
 
     from stochsvm._core.threads import start_thread_pool
@@ -195,6 +221,7 @@ def ceiling_seconds():
         started = time.perf_counter()
         call()
         timings[name] = time.perf_counter() - started
+    timings["scalar"] = scalar_loop(20_000_000)
     return timings
 
 
@@ -303,7 +330,8 @@ def markdown(report):
                   f"{limits['compute']:.2f}x for the compute-bound loop of the rows past the "
                   f"budget (range {limits['compute_range']}), {limits['memory']:.2f}x for the "
                   "memory-bound loop of the cached iterations "
-                  f"(range {limits['memory_range']}).", ""]
+                  f"(range {limits['memory_range']}), {limits['scalar']:.2f}x for a scalar "
+                  f"integer loop (range {limits['scalar_range']}).", ""]
     for task, summary in report["summary"].items():
         lines.append(f"* {task}: " + "; ".join(f"{key} {value}" for key, value in
                                                 summary.items()))
@@ -320,7 +348,7 @@ def ceiling_speedups(rows):
     import numpy as np
 
     speedups = {}
-    for kind in ("compute", "memory"):
+    for kind in ("compute", "memory", "scalar"):
         seconds = {1: [], 2: []}
         ratios = []
         for row in rows:

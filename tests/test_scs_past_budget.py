@@ -147,6 +147,45 @@ def test_computed_products_are_the_products_of_the_computed_rows(kernel, storage
     assert results[0].shape == (count, 3)
 
 
+@pytest.mark.parametrize("kernel, storage", [
+    (kernel, storage) for kernel in ("rbf", "laplacian", "linear", "poly")
+    for storage in ("float64", "float32") + (("fixed16",) if kernel in ("rbf", "laplacian")
+                                             else ())])
+def test_computed_block_holds_the_values_computed_on_the_fly(kernel, storage):
+    """A block of the cached matrix computed from the points (past the budget, few
+    features): the same bits as the rows that add_kernel_rows computes on the fly, on 1 and
+    2 threads, over several groups of rows and column blocks, and the kernel block's values
+    to the matrix's rounding."""
+    from stochsvm.kernel.kernel_rows import COLUMN_BLOCK, computed_block
+
+    rng = np.random.RandomState(5)
+    size, gamma, degree, coef0, offset = COLUMN_BLOCK + 300, 0.2, 2, 0.5, 0.25
+    dtype = np.float64 if storage == "float64" else np.float32
+    stored = storage_dtype(storage)
+    step = fixed_step(offset) if storage == "fixed16" else 1.0
+    X = rng.randn(size, 4).astype(dtype)
+    record = kernel_rows_record(np.ascontiguousarray(X.T), 0, kernel, gamma, degree, coef0,
+                                offset, step, dtype=stored)
+    first_row, first_column, count = 7, 3, 10
+    blocks = []
+    for threads in (1, MANY):
+        with using_threads(threads):
+            blocks.append(computed_block(record, first_row, first_column,
+                                         np.empty((count, size - first_column), stored)))
+    np.testing.assert_array_equal(blocks[0], blocks[1])
+    values = step * blocks[0].astype(np.float64)
+    for member in (0, 5, count - 1):
+        out = np.zeros(size)
+        add_kernel_rows(np.zeros((0, 0), dtype=stored), np.array([first_row + member],
+                        dtype=np.float64), np.ones(1), 1, size, out, record)
+        np.testing.assert_array_equal(out[first_column:], values[member])
+    expected = kernel_block(X[first_row:first_row + count], X[first_column:], kernel, gamma,
+                            degree, coef0, dtype=np.float64) + offset
+    tolerance = {"float64": 1e-10, "float32": 1e-5, "fixed16": step}[storage]
+    np.testing.assert_allclose(values, expected, rtol=0.0,
+                               atol=tolerance * max(1.0, np.abs(expected).max()))
+
+
 def test_streamed_products_are_the_block_products(monkeypatch):
     from stochsvm.kernel import kernel_rows
 

@@ -16,8 +16,10 @@ their float64 weights and scale the sum by :math:`h`
 (:func:`~stochsvm.kernel.scs_iterations.sample_iterations` gets :math:`h` in its settings;
 for a float matrix :math:`h = 1` and every product is the same bit for bit as without it).
 The values are computed in float32 (:func:`store_kernel`), block by block, and rounded into
-the matrix; decision values of the fitted model are computed in float32 from the support
-vectors, never from the stored integers.
+the matrix (past the memory budget with few features, from the points as the values past the
+cached matrix are, :func:`stochsvm.kernel.kernel_rows.computed_block`); decision values of
+the fitted model are computed in float32 from the support vectors, never from the stored
+integers.
 
 Measured (``benchmarks/BENCHMARKS.md``, "SCS with a 16-bit kernel matrix"): the accuracy of
 the float32 matrix at half its memory.

@@ -49,6 +49,12 @@ features this beats the kernel block and matrix products of :func:`streamed_prod
 passes over a block are memory-bound; at many features the matrix products win
 (``benchmarks/BENCHMARKS.md``, "Compiled validation products").
 
+**Cached blocks.** With the points at hand (past the budget) and few features, the blocks
+of the cached matrix itself are computed the same way (:func:`computed_block`), so that every
+value of :math:`Q^k`, cached, kept in a slot or computed again, is the same bits for the same
+pair (``GROUP`` rows per task: at 10 features faster than the float32 kernel block and its
+rounding pass, ``benchmarks/BENCHMARKS.md``).
+
 Columns run in blocks of ``COLUMN_BLOCK`` on numba's threads, each entry of the result summed
 over the changed rows in order: the same bits on one thread or many, and whatever the slots.
 Within a block, the rows whose values are computed go ``GROUP`` at a time, so that each
@@ -68,7 +74,7 @@ from .._core.threads import map_blocks, start_thread_pool
 from .fixed_point import FIXED_LEVELS
 
 __all__ = ["KERNEL_CODES", "KernelRows", "N_PARAMETERS", "PRODUCT_TILE", "add_kernel_rows",
-           "append_points", "claim_slots", "computed_products", "exponential",
+           "append_points", "claim_slots", "computed_block", "computed_products", "exponential",
            "kernel_rows_record", "paged_buffer", "streamed_products"]
 
 #: ``points`` (n_features x capacity, feature-major) and ``parameters`` (float64: the number
@@ -478,6 +484,41 @@ def computed_products(source, first, count, size, vectors):
         start_thread_pool()
         _row_products(source, first, count, size, vectors, products)
     return products
+
+
+@numba.njit(cache=True, parallel=True)
+def _block_values(source, first_row, first_column, out):
+    """:func:`computed_block`: ``GROUP`` rows per parallel task, their values computed over
+    blocks of ``COLUMN_BLOCK`` columns and written into ``out``."""
+    parameters = source.parameters
+    kind = np.int64(parameters[KIND])
+    count, length = out.shape
+    for group in numba.prange((count + GROUP - 1) // GROUP):
+        members = min(GROUP, count - group * GROUP)
+        rows = np.empty(GROUP, dtype=np.int64)
+        for m in range(members):
+            rows[m] = first_row + group * GROUP + m
+        sums = np.empty((GROUP, COLUMN_BLOCK), dtype=source.points.dtype)
+        for start in range(0, length, COLUMN_BLOCK):
+            stop = min(length, start + COLUMN_BLOCK)
+            _compute_group(source.points, kind, rows, members, first_column + start,
+                           first_column + stop, sums)
+            for m in range(members):
+                _kernel_values(parameters, sums[m, :stop - start],
+                               out[group * GROUP + m, start:stop])
+
+
+def computed_block(source, first_row, first_column, out):
+    r"""``out[m, i]`` = :math:`Q_{first\_row + m,\; first\_column + i}` for the points of
+    ``source`` (a :class:`KernelRows` record), every value computed as :func:`add_kernel_rows`
+    computes it, in the type and rounding of ``out`` (the cached matrix's): a block of the
+    cached matrix written with the bits of the values computed on the fly past it.
+    ``GROUP`` rows per task on numba's threads (each value alone: the same bits on any
+    number). Returns ``out``."""
+    if out.size:
+        start_thread_pool()
+        _block_values(source, first_row, first_column, out)
+    return out
 
 
 #: bound on one block of kernel rows of :func:`streamed_products`

@@ -20,8 +20,8 @@ from .._core.kernels import prepare_columns
 from ._base import matvec
 from ._conjugate import first_step_length
 from .fixed_point import storage_dtype, store_kernel
-from .kernel_rows import (CACHED, append_points, computed_products, kernel_rows_record,
-                          streamed_products)
+from .kernel_rows import (CACHED, append_points, computed_block, computed_products,
+                          kernel_rows_record, streamed_products)
 from .row_sources import stack_rows
 from .scs_iterations import (
     ACCEPTED_STEPS,
@@ -111,15 +111,22 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     step = settings.kernel_step
     gram = kernel_matrix_buffer(cached, storage_dtype(settings.kernel_storage))
 
-    def store(A, B, out):
-        return store_kernel(kernel, A, B, out, step, settings.threads)
-
     points = rows_record = None
     if cached < capacity:
         points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
         rows_record = kernel_rows_record(
             points, cached, *settings.kernel_rows, step, slots=settings.row_slots,
             dtype=storage_dtype(settings.kernel_storage))
+    # past the budget with few features, the cached blocks are computed from the points as
+    # the values past them are (kernel_rows.computed_block): the same bits either way
+    computed = points is not None and points.shape[0] <= COMPUTED_PRODUCT_FEATURES
+
+    def store(A, B, out, first_row, first_column):
+        """The kernel block of the rows ``A`` and ``B``, the points ``first_row, ...`` and
+        ``first_column, ...`` of S_k and T_k, into ``out``."""
+        if computed:
+            return computed_block(rows_record, first_row, first_column, out)
+        return store_kernel(kernel, A, B, out, step, settings.threads)
     # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
     labels = np.zeros(capacity)
     sample_weights = np.zeros(capacity)
@@ -127,9 +134,9 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
     # rank-k update whose rounding differs from the product of two arrays (the models of
     # earlier versions, which indexed X twice, stay the same bit for bit)
-    store(sample_rows, sample_rows.copy(), gram[:size, :size])
     if points is not None:
         append_points(points, sample_rows, 0)
+    store(sample_rows, sample_rows.copy(), gram[:size, :size], 0, 0)
     if points is not None:
         cached = cache_end(settings, size, capacity, cached)
         rows_record.parameters[CACHED] = cached
@@ -203,10 +210,10 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
                 (test_rows, labels[size:size + count],
                  sample_weights[size:size + count]) = source.take_rows(
                     order[size:size + count])
-                if not streamed:
-                    store(test_rows, sample_rows, gram[size:size + count, :size])
                 if points is not None:  # T_k after S_k: the points of its rows
                     append_points(points, test_rows, size)
+                if not streamed:
+                    store(test_rows, sample_rows, gram[size:size + count, :size], size, 0)
                 tested = count
             if streamed:
                 scores, before, step_scores, hinge_scores = streamed_scores(
@@ -477,19 +484,29 @@ def validation_test(settings, scores, before, size, count, labels, sample_weight
 def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0):
     """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
     :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
-    (training rows ``test_rows``) against itself is computed (``store(A, B, out)`` writes the
-    kernel block of ``A`` and ``B`` into ``out``) and the columns mirrored on ``threads``
-    threads, and the products of the :class:`~stochsvm.kernel.scs_iterations.Iterate`'s
+    (training rows ``test_rows``) against itself is computed (``store(A, B, out, first_row,
+    first_column)`` writes the kernel block of ``A`` and ``B``, the points ``first_row, ...``
+    and ``first_column, ...`` of :math:`S_k` and :math:`T_k`, into ``out``) and the columns
+    mirrored on ``threads`` threads, and the products of the :class:`~stochsvm.kernel.scs_iterations.Iterate`'s
     vectors (zero on :math:`T_k`) are extended to :math:`T_k` (``step``: the unit of a 16-bit
     ``gram``, :mod:`stochsvm.kernel.fixed_point`)."""
     new_size = size + count
     rows = gram[size:new_size, :size]
     store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
-          gram[size:new_size, size:new_size])
+          gram[size:new_size, size:new_size], size, size)
     mirror_rows(gram, size, new_size, threads)
-    for vector, product in ((iterate.a, iterate.q_a), (iterate.d, iterate.q_d),
-                            (iterate.hinge, iterate.q_hinge)):
-        product[size:new_size] = matvec(rows, vector[:size], step, threads)
+    pairs = ((iterate.a, iterate.q_a), (iterate.d, iterate.q_d),
+             (iterate.hinge, iterate.q_hinge))
+    if gram.dtype == np.uint16:
+        # the three products in one pass over the 16-bit rows, each column summed alone as
+        # a single product is (fixed_point.fixed_times)
+        products = matvec(rows, np.stack([vector[:size] for vector, _ in pairs], axis=1),
+                          step, threads)
+        for column, (_, product) in enumerate(pairs):
+            product[size:new_size] = products[:, column]
+    else:  # BLAS rounds a matrix product apart from three vector products
+        for vector, product in pairs:
+            product[size:new_size] = matvec(rows, vector[:size], step, threads)
 
 
 def rescale_hinge(iterate, costs, labels, size, new_size):
