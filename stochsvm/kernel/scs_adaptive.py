@@ -487,9 +487,10 @@ def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0):
     (training rows ``test_rows``) against itself is computed (``store(A, B, out, first_row,
     first_column)`` writes the kernel block of ``A`` and ``B``, the points ``first_row, ...``
     and ``first_column, ...`` of :math:`S_k` and :math:`T_k`, into ``out``) and the columns
-    mirrored on ``threads`` threads, and the products of the :class:`~stochsvm.kernel.scs_iterations.Iterate`'s
-    vectors (zero on :math:`T_k`) are extended to :math:`T_k` (``step``: the unit of a 16-bit
-    ``gram``, :mod:`stochsvm.kernel.fixed_point`)."""
+    mirrored on ``threads`` threads, and the products of the
+    :class:`~stochsvm.kernel.scs_iterations.Iterate`'s vectors (zero on :math:`T_k`) are
+    extended to :math:`T_k` (``step``: the unit of a 16-bit ``gram``,
+    :mod:`stochsvm.kernel.fixed_point`)."""
     new_size = size + count
     rows = gram[size:new_size, :size]
     store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
