@@ -36,6 +36,13 @@ def _moons(n_samples=2000, per_class=20):
     return X, y, _semi(y, per_class)
 
 
+#: a fixed kernel width for the tests that compare models bit for bit: ``gamma="scale"``
+#: combines the variance from the blocks' moments, equal to the in-memory variance to
+#: rounding only (which BLAS kernel and block sizes decide; tested apart, with its tolerance,
+#: in test_dask_fit_is_the_in_memory_model)
+MOONS_GAMMA, BLOBS_GAMMA = 1.0, 0.0171
+
+
 def _estimator(name, **params):
     settings = {"random_state": 0, "max_iter": 24, "record_every": 4}
     if name == "TSGS3VM":
@@ -136,8 +143,8 @@ def test_only_sampled_rows_travel_and_nothing_is_gathered(client, monkeypatch):
 @pytest.mark.parametrize("name", SEMI_TRAINERS)
 def test_same_seed_same_model_on_dask(client, name):
     X, _, y_semi = _moons()
-    first = _estimator(name).fit(*_on_dask(X, y_semi, chunks=300))
-    second = _estimator(name).fit(*_on_dask(X, y_semi, chunks=700))
+    first = _estimator(name, gamma=MOONS_GAMMA).fit(*_on_dask(X, y_semi, chunks=300))
+    second = _estimator(name, gamma=MOONS_GAMMA).fit(*_on_dask(X, y_semi, chunks=700))
     _assert_same_model(first, second)
     other = _estimator(name, random_state=1).fit(*_on_dask(X, y_semi))
     assert not np.array_equal(other.binary_models_[0]["intercept"],
@@ -148,8 +155,9 @@ def test_same_seed_same_model_on_dask(client, name):
 def test_multiclass_one_vs_rest_is_the_in_memory_model(client, name):
     X, y = make_blobs(1500, n_features=4, centers=3, cluster_std=1.5, random_state=0)
     y_semi = _semi(y, 10)
-    in_memory = _estimator(name, max_iter=16).fit(X, y_semi)
-    on_dask = _estimator(name, max_iter=16, n_jobs=2).fit(*_on_dask(X, y_semi))
+    in_memory = _estimator(name, max_iter=16, gamma=BLOBS_GAMMA).fit(X, y_semi)
+    on_dask = _estimator(name, max_iter=16, n_jobs=2, gamma=BLOBS_GAMMA).fit(
+        *_on_dask(X, y_semi))
     _assert_same_model(on_dask, in_memory)
     assert len(on_dask.binary_models_) == 3
     assert {record["problem"] for record in on_dask.history_} == {0, 1, 2}
@@ -174,15 +182,15 @@ def test_dask_dataframe_and_series(client):
     X, _, y_semi = _moons(1200, 15)
     frame = dataframe.from_pandas(pandas.DataFrame(X), npartitions=3)
     labels = dataframe.from_pandas(pandas.Series(y_semi), npartitions=3)
-    on_dask = _estimator("FRS3VM").fit(frame, labels)
-    _assert_same_model(on_dask, _estimator("FRS3VM").fit(X, y_semi))
+    on_dask = _estimator("FRS3VM", gamma=MOONS_GAMMA).fit(frame, labels)
+    _assert_same_model(on_dask, _estimator("FRS3VM", gamma=MOONS_GAMMA).fit(X, y_semi))
 
 
 def test_supervised_check_runs_on_the_gathered_labels(client):
     """``safe_folds``: the S3VMs of the folds read the sampled rows on dask input too; the
     decision (and the model) is the in-memory one."""
     X, _, y_semi = _moons(1500, 40)  # enough labels for the check to run its S3VMs
-    params = {"safe_folds": 3, "max_iter": 16}
+    params = {"safe_folds": 3, "max_iter": 16, "gamma": MOONS_GAMMA}
     in_memory = _estimator("TSGS3VM", **params).fit(X, y_semi)
     on_dask = _estimator("TSGS3VM", **params).fit(*_on_dask(X, y_semi))
     _assert_same_model(on_dask, in_memory)
@@ -219,7 +227,8 @@ def test_callback_stop_and_saved_model(client, tmp_path):
         seen.append(record)
         return len(seen) == 2
 
-    params = {"callback": stop_after_two, "feature_cache": "regenerate"}
+    params = {"callback": stop_after_two, "feature_cache": "regenerate",
+              "gamma": MOONS_GAMMA}
     on_dask = _estimator("TSGS3VM", **params).fit(*_on_dask(X, y_semi))
     assert on_dask.callback is stop_after_two
     assert on_dask.n_iter_ == 8 and len(on_dask.history_) == 2
