@@ -131,11 +131,11 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
     labels = np.zeros(capacity)
     sample_weights = np.zeros(capacity)
     sample_rows, labels[:size], sample_weights[:size] = source.take_rows(order[:size])
+    if points is not None:
+        append_points(points, sample_rows, 0)
     # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
     # rank-k update whose rounding differs from the product of two arrays (the models of
     # earlier versions, which indexed X twice, stay the same bit for bit)
-    if points is not None:
-        append_points(points, sample_rows, 0)
     store(sample_rows, sample_rows.copy(), gram[:size, :size], 0, 0)
     if points is not None:
         cached = cache_end(settings, size, capacity, cached)
@@ -496,18 +496,9 @@ def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0):
     store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
           gram[size:new_size, size:new_size], size, size)
     mirror_rows(gram, size, new_size, threads)
-    pairs = ((iterate.a, iterate.q_a), (iterate.d, iterate.q_d),
-             (iterate.hinge, iterate.q_hinge))
-    if gram.dtype == np.uint16:
-        # the three products in one pass over the 16-bit rows, each column summed alone as
-        # a single product is (fixed_point.fixed_times)
-        products = matvec(rows, np.stack([vector[:size] for vector, _ in pairs], axis=1),
-                          step, threads)
-        for column, (_, product) in enumerate(pairs):
-            product[size:new_size] = products[:, column]
-    else:  # BLAS rounds a matrix product apart from three vector products
-        for vector, product in pairs:
-            product[size:new_size] = matvec(rows, vector[:size], step, threads)
+    for vector, product in ((iterate.a, iterate.q_a), (iterate.d, iterate.q_d),
+                            (iterate.hinge, iterate.q_hinge)):
+        product[size:new_size] = matvec(rows, vector[:size], step, threads)
 
 
 def rescale_hinge(iterate, costs, labels, size, new_size):
