@@ -566,12 +566,24 @@ def anchor_laplacian(graph, node_weights=None):
     return AnchorLaplacian(weights, inverse, node_weights)
 
 
+#: epochs of :func:`kmeans_centers` over its rows, and the rows of its k-means++
+#: initialization per center: on Fashion-MNIST (20000 images, 512 centers of 10000 of them),
+#: scikit-learn's defaults (100 epochs with early stopping, which stopped at 15; 3 x 4096
+#: rows for the initialization) took 5.2 s; 10 epochs from 3 rows a center took 1.8 s, and
+#: AGR on those centers was as accurate (10 labels a class: 0.702 against 0.695; 100: 0.767
+#: against 0.764, median of 3 label draws on the 10000 test images)
+KMEANS_EPOCHS = 10
+KMEANS_INITIALIZATION_ROWS = 3
+
+
 def kmeans_centers(X, n_clusters, random_state=None, batch_size=4096):
     r"""The ``n_clusters`` centers of mini-batch k-means (scikit-learn's ``MiniBatchKMeans``,
-    one k-means++ initialization, batches of ``batch_size``) on the rows ``X``, float64 of
+    one k-means++ initialization on :data:`KMEANS_INITIALIZATION_ROWS` rows a center, at most
+    :data:`KMEANS_EPOCHS` epochs in batches of ``batch_size``) on the rows ``X``, float64 of
     shape ``(n_clusters, n_features)``: the anchors of AGR (Liu, He and Chang 2010 use the
     centers; :func:`select_anchors` replaces each by its nearest row instead, as S3GD does).
-    The caller chooses the rows (a sample): every center is fitted on them."""
+    The caller chooses the rows (a sample): every center is fitted on them. Cost: at most
+    :math:`O(\text{epochs}\, n\, m\, d)` for ``n`` rows, ``m`` centers, ``d`` features."""
     from sklearn.cluster import MiniBatchKMeans
 
     if sp.issparse(X) and X.indices.dtype != np.int32 and X.nnz < np.iinfo(np.int32).max:
@@ -579,8 +591,11 @@ def kmeans_centers(X, n_clusters, random_state=None, batch_size=4096):
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                           shape=X.shape)
     X = X.astype(np.float64, copy=False)
+    initialization = int(min(X.shape[0], max(KMEANS_INITIALIZATION_ROWS * int(n_clusters),
+                                             int(n_clusters))))
     model = MiniBatchKMeans(n_clusters=int(n_clusters), random_state=random_state, n_init=1,
-                            batch_size=int(batch_size)).fit(X)
+                            batch_size=int(batch_size), max_iter=KMEANS_EPOCHS,
+                            init_size=initialization).fit(X)
     return np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
 
 

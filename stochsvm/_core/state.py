@@ -9,7 +9,8 @@ crafted file is refused with a ``ValueError`` that names the field instead of cr
 
 Shapes are written with symbols: ``"n_features"`` is ``n_features_in_``, ``"n_classes"`` the
 length of ``classes_`` and ``"n_problems"`` the number of binary problems (1 for two classes,
-``n_classes`` otherwise); any other symbol (``"n_support"``) is bound by the first field that
+``n_classes`` otherwise, or ``n_classes (n_classes - 1) / 2`` after a field
+``multiclass_strategy_`` of ``"one_vs_one"``); any other symbol (``"n_support"``) is bound by the first field that
 uses it and must agree in every later one. Fields are checked in declaration order.
 """
 
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+
+from .multiclass import problem_count
 
 __all__ = [
     "ArrayField", "BoolField", "CountField", "DictField", "FloatField", "IntField", "LibraryField",
@@ -431,7 +434,9 @@ def check_fitted_state(fields, state, owner="the estimator"):
         if name == "classes_":
             if value.ndim != 1 or len(value) < 2 or len(np.unique(value)) != len(value):
                 _fail(name, "expected at least two distinct class labels")
-            symbols["n_problems"] = 1 if len(value) == 2 else len(value)
+            symbols["n_problems"] = problem_count(len(value))
+        if name == "multiclass_strategy_" and "classes_" in checked:
+            symbols["n_problems"] = problem_count(len(checked["classes_"]), value)
         if name == "n_features_in_":
             symbols["n_features"] = int(value)
         checked[name] = value

@@ -82,6 +82,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import FLOAT_DTYPES
 
+from .._core.multiclass import ONE_VS_REST
 from .._core.sampling import batch_schedule, problem_seeds
 from .._core.validation import split_semi_supervised_labels
 from .blocks import (
@@ -366,15 +367,25 @@ def fit_triply_stochastic(estimator, X, y, sample_weight=None):
     results = []
     estimator.callback = counting_callback
     try:
-        for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds)):
-            rng = random_state if problem_seed is None else np.random.RandomState(problem_seed)
-            results.append(estimator._fit_binary(settings, X_labeled, y_signed, source, rng,
-                                                 index, weights))
-            source.close()
+        multiclass = estimator._fit_multiclass(settings, X_labeled, y_labeled, source,
+                                               estimator.random_state, weights)
+        if multiclass is not None:
+            strategy, models, records = multiclass
+            results.append((None, records, 0))
+        else:
+            strategy = ONE_VS_REST
+            for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds)):
+                rng = (random_state if problem_seed is None
+                       else np.random.RandomState(problem_seed))
+                results.append(estimator._fit_binary(settings, X_labeled, y_signed, source,
+                                                     rng, index, weights))
+                source.close()
+            models = [state for state, _, _ in results]
     finally:
         estimator.callback = user_callback
         source.close()
-    estimator.binary_models_ = [state for state, _, _ in results]
+    estimator.multiclass_strategy_ = strategy
+    estimator.binary_models_ = models
     history = estimator._flat_history([records for _, records, _ in results])
     if len(snapshots) == len(history):
         for record, totals in zip(history, snapshots):

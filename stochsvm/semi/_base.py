@@ -106,7 +106,14 @@ from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.sampling import problem_seeds
 from .._core.kernels import resolve_gamma, resolve_gamma_in_namespace
 from .._core.losses import MARGIN_LOSSES, UNLABELED_LOSSES, get_unlabeled_loss
-from .._core.state import BoolField, FloatField, LibraryField, ListField
+from .._core.multiclass import (
+    MULTICLASS_STRATEGIES,
+    ONE_VS_ONE,
+    ONE_VS_REST,
+    class_pairs,
+    one_vs_one_scores,
+)
+from .._core.state import BoolField, FloatField, LibraryField, ListField, StrField
 from .._core.validation import (
     check_margin_weight,
     check_sample_weight,
@@ -250,6 +257,9 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         "_balance": BoolField(optional=True),
         "_unlabeled_loss": LibraryField("unlabeled_loss", optional=True),
         "_unlabeled_parameter": FloatField(optional=True, allow_none=True),
+        # declared before binary_models_, whose length it sets (one model a pair of classes
+        # for "one_vs_one")
+        "multiclass_strategy_": StrField(MULTICLASS_STRATEGIES, optional=True),
     }
 
     @classmethod
@@ -330,16 +340,24 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         # Estimators without randomness (no random_state parameter) get a fixed generator.
         seed = (self.random_state if "random_state" in self.get_params(deep=False)
                 else np.random.RandomState(0))
-        problems = self._signed_labels(y_labeled)
-        random_state, seeds = problem_seeds(seed, len(problems))
-        results = self._solve_problems(self._fit_binary, [
-            (settings, X_labeled, y_signed, X_unlabeled,
-             random_state if problem_seed is None else np.random.RandomState(problem_seed),
-             index, weights)
-            for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))])
-        self.binary_models_ = [state for state, _, _ in results]
-        self.history_ = self._flat_history([history for _, history, _ in results])
-        self.n_iter_ = int(max(n_iter for _, _, n_iter in results))
+        multiclass = self._fit_multiclass(settings, X_labeled, y_labeled, X_unlabeled, seed,
+                                          weights)
+        if multiclass is not None:
+            self.multiclass_strategy_, self.binary_models_, history = multiclass
+            self.history_ = self._flat_history([history])
+            self.n_iter_ = 0
+        else:
+            problems = self._signed_labels(y_labeled)
+            random_state, seeds = problem_seeds(seed, len(problems))
+            results = self._solve_problems(self._fit_binary, [
+                (settings, X_labeled, y_signed, X_unlabeled,
+                 random_state if problem_seed is None else np.random.RandomState(problem_seed),
+                 index, weights)
+                for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))])
+            self.multiclass_strategy_ = ONE_VS_REST
+            self.binary_models_ = [state for state, _, _ in results]
+            self.history_ = self._flat_history([history for _, history, _ in results])
+            self.n_iter_ = int(max(n_iter for _, _, n_iter in results))
         self._calibrate(X, y, None if sample_weight is None else check_sample_weight(
             sample_weight, X.shape[0]))
         self._keep_input_precision(X.dtype)
@@ -355,6 +373,37 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         """The record of this fit's resolved hyper-parameters, after the rules between them
         (see the module docstring); ``None`` by default."""
         return None
+
+    def _fit_multiclass(self, settings, X_labeled, y_labeled, X_unlabeled, random_state,
+                        weights=None):
+        """A model of all the classes at once, or ``None`` (the default) for one binary
+        problem a class. A subclass that fits one returns ``(strategy, models, history)``:
+        the ``multiclass_strategy_``, the binary models (one a class for ``"one_vs_rest"``,
+        one a pair of :func:`~stochsvm._core.multiclass.class_pairs` for ``"one_vs_one"``)
+        and the history records. ``y_labeled`` holds the labels (of ``classes_``),
+        ``random_state`` is the fit's ``random_state`` parameter (or a fixed generator);
+        ``X_labeled`` and ``X_unlabeled`` are arrays of the fit's namespace."""
+        return None
+
+    def _one_vs_one(self):
+        """True when the fitted binary models are one a pair of classes."""
+        return getattr(self, "multiclass_strategy_", ONE_VS_REST) == ONE_VS_ONE
+
+    def _problems(self, y_labeled):
+        """Per fitted binary model, ``(rows, y_signed)``: the labeled samples of its
+        problem (a boolean mask of ``y_labeled``) and their labels (+1 / -1). One-vs-rest
+        (and two classes): every label, +1 for the model's class; one-vs-one: the labels of
+        the pair's two classes, +1 for the second."""
+        classes = to_numpy(self.classes_)  # on the host for a model fitted on a device
+        if self._one_vs_one():
+            problems = []
+            for first, second in class_pairs(len(classes)):
+                rows = (y_labeled == classes[first]) | (y_labeled == classes[second])
+                problems.append((rows, np.where(y_labeled[rows] == classes[second], 1.0, -1.0)))
+            return problems
+        positives = [classes[1]] if len(classes) == 2 else list(classes)
+        every = np.ones(y_labeled.shape[0], dtype=bool)
+        return [(every, np.where(y_labeled == label, 1.0, -1.0)) for label in positives]
 
     def _check_array_api_parameters(self):
         """Refuse, with a ``TypeError`` naming the alternative, the parameters that have no
@@ -425,6 +474,8 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         scores = np.column_stack(
             [np.asarray(self._decision_binary(X, state), dtype=dtype)
              for state in self.binary_models_])
+        if self._one_vs_one():
+            return one_vs_one_scores(scores, len(self.classes_))
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state, weights=None):
@@ -446,7 +497,9 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
 
     def objective(self, X, y, sample_weight=None):
         r"""The training objective on ``(X, y)`` (``y == -1`` unlabeled), summed over the
-        one-vs-rest problems,
+        binary problems of the fitted models (one a class, or one a pair of classes for a
+        ``"one_vs_one"`` ``multiclass_strategy_``, on the labels of the pair's classes and
+        every unlabeled sample),
 
         .. math::
 
@@ -492,11 +545,12 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
             labeled = every[labeled_mask]
             weights = SampleWeights(labeled if factors is None else labeled * factors,
                                     every[~labeled_mask])
-        positives = [self.classes_[1]] if len(self.classes_) == 2 else list(self.classes_)
         total = 0.0
-        for label, state in zip(positives, self.binary_models_):
-            y_signed = np.where(y_labeled == label, 1.0, -1.0)
-            total += self._objective_binary(X_labeled, y_signed, X_unlabeled, state, weights)
+        for (rows, y_signed), state in zip(self._problems(y_labeled), self.binary_models_):
+            problem_weights = weights if weights is None or rows.all() else SampleWeights(
+                weights.labeled[rows], weights.unlabeled)
+            total += self._objective_binary(X_labeled[rows], y_signed, X_unlabeled, state,
+                                            problem_weights)
         return float(total)
 
 

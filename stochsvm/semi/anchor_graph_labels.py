@@ -158,24 +158,39 @@ class AnchorGraphLabels:
     degrees: np.ndarray
     node_total: float
 
-    def anchor_values(self, positions, y_signed, labeled_weights=None):
-        r"""The anchor values :math:`v` of the labels ``y_signed`` (+1 / -1) of the labeled
-        rows ``positions``, weighted by ``labeled_weights`` (``None``: 1)."""
+    def class_values(self, positions, class_index, n_classes, labeled_weights=None,
+                     graph_weight=GRAPH_WEIGHT):
+        r"""The normalized soft labels of the anchors, :math:`a_j / \nu_j` for each class
+        ``j`` (module docstring): AGR on the labels ``class_index`` (class positions
+        ``0 .. n_classes - 1``) of the labeled rows ``positions``, weighted by
+        ``labeled_weights`` (``None``: 1), with graph weight ``graph_weight``; one
+        :math:`m \times m` solve for all classes. float64 of shape ``(m, n_classes)``."""
         rows = self.labeled_rows[positions]
-        if labeled_weights is not None:
-            rows = sp.csr_matrix(rows.multiply(np.asarray(labeled_weights)[:, None]))
-        targets = np.stack([y_signed < 0, y_signed > 0], axis=1).astype(np.float64)
-        gram = (rows.T @ self.labeled_rows[positions]).toarray()
-        A = anchor_label_solve(gram, np.asarray(rows.T @ targets), self.laplacian,
-                               GRAPH_WEIGHT)
+        weighted = rows if labeled_weights is None else sp.csr_matrix(
+            rows.multiply(np.asarray(labeled_weights)[:, None]))
+        targets = np.zeros((rows.shape[0], int(n_classes)))
+        targets[np.arange(rows.shape[0]), np.asarray(class_index, dtype=np.intp)] = 1.0
+        gram = (weighted.T @ rows).toarray()
+        A = anchor_label_solve(gram, np.asarray(weighted.T @ targets), self.laplacian,
+                               graph_weight)
         # Liu et al.'s class normalisation by the mean soft label of each class
         means = self.degrees @ A / self.node_total
         means = np.where(np.abs(means) > 1e-12, means, 1e-12)
-        return A[:, 1] / means[1] - A[:, 0] / means[0]
+        return A / means
+
+    def anchor_values(self, positions, y_signed, labeled_weights=None):
+        r"""The anchor values :math:`v` of the labels ``y_signed`` (+1 / -1) of the labeled
+        rows ``positions``, weighted by ``labeled_weights`` (``None``: 1): the difference of
+        the two classes' :meth:`class_values`."""
+        values = self.class_values(positions, (np.asarray(y_signed) > 0).astype(np.intp), 2,
+                                   labeled_weights)
+        return values[:, 1] - values[:, 0]
 
     def labeled_decision(self, positions, values):
-        """:math:`Z_l v` for the labeled rows ``positions``."""
-        return np.asarray(self.labeled_rows[positions] @ values).ravel()
+        """:math:`Z_l v` for the labeled rows ``positions`` (``values`` of shape ``(m,)``, or
+        ``(m, c)`` for one column a class)."""
+        product = np.asarray(self.labeled_rows[positions] @ values)
+        return product.ravel() if np.ndim(values) == 1 else product
 
     def state(self, values, template):
         """The binary model of TSGS3VM holding this AGR model: ``template`` (the keys every

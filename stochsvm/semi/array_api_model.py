@@ -33,6 +33,7 @@ from array_api_compat import device as array_device
 
 from .._core.array_api import to_namespace, to_numpy
 from .._core.losses import MARGIN_LOSSES
+from .._core.multiclass import ONE_VS_REST, one_vs_one_scores
 from .._core.sampling import problem_seeds
 from .._core.state import ArrayField
 from .._core.validation import (
@@ -83,16 +84,24 @@ def fit_in_namespace(estimator, X, y, sample_weight, namespace):
     n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
     estimator._resolve_common(X, n_labeled, n_unlabeled, weights)
     settings = estimator._resolve_parameters(n_labeled, n_unlabeled, X.shape[1])
-    problems = estimator._signed_labels(y_labeled)
-    random_state, seeds = problem_seeds(estimator.random_state, len(problems))
-    results = [estimator._fit_binary_in_namespace(
-        settings, X_labeled, y_signed, X_unlabeled,
-        random_state if problem_seed is None else np.random.RandomState(problem_seed), index,
-        weights, xp)
-        for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))]
-    estimator.binary_models_ = [state for state, _, _ in results]
-    estimator.history_ = estimator._flat_history([history for _, history, _ in results])
-    estimator.n_iter_ = int(max(n_iter for _, _, n_iter in results))
+    multiclass = estimator._fit_multiclass(settings, X_labeled, y_labeled, X_unlabeled,
+                                           estimator.random_state, weights)
+    if multiclass is not None:
+        estimator.multiclass_strategy_, estimator.binary_models_, history = multiclass
+        estimator.history_ = estimator._flat_history([history])
+        estimator.n_iter_ = 0
+    else:
+        problems = estimator._signed_labels(y_labeled)
+        random_state, seeds = problem_seeds(estimator.random_state, len(problems))
+        results = [estimator._fit_binary_in_namespace(
+            settings, X_labeled, y_signed, X_unlabeled,
+            random_state if problem_seed is None else np.random.RandomState(problem_seed),
+            index, weights, xp)
+            for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))]
+        estimator.multiclass_strategy_ = ONE_VS_REST
+        estimator.binary_models_ = [state for state, _, _ in results]
+        estimator.history_ = estimator._flat_history([history for _, history, _ in results])
+        estimator.n_iter_ = int(max(n_iter for _, _, n_iter in results))
     estimator._calibrate(X, y, None if host_weight is None else check_sample_weight(
         host_weight, X.shape[0]))
     single = X.dtype == xp.float32
@@ -138,6 +147,8 @@ def decision_function_in_namespace(estimator, X, namespace, device):
     columns = [estimator._decision_binary_in_namespace(X, state, xp, device)
                for state in estimator.binary_models_]
     scores = xp.stack(columns, axis=1)
+    if estimator._one_vs_one():
+        scores = one_vs_one_scores(scores, len(estimator.classes_), xp)
     if X.dtype == xp.float32 and _single_precision_model(estimator, xp):
         scores = xp.astype(scores, xp.float32)
     return scores[:, 0] if scores.shape[1] == 1 else scores
@@ -167,18 +178,17 @@ def objective_in_namespace(estimator, X, y, sample_weight, namespace, device):
         labeled_weights = every[labeled_mask] if factors is None else (
             every[labeled_mask] * factors)
         unlabeled_weights = every[~labeled_mask]
-    classes = to_numpy(estimator.classes_)
-    positives = [classes[1]] if len(classes) == 2 else list(classes)
     hinge = MARGIN_LOSSES["hinge"]
     total = 0.0
-    for label, state in zip(positives, estimator.binary_models_):
+    labeled_positions = np.flatnonzero(labeled_mask)
+    for (rows, y_signed), state in zip(estimator._problems(y_labeled),
+                                       estimator.binary_models_):
         outputs = to_numpy(estimator._decision_binary_in_namespace(X, state, xp, device))
         value = 0.5 * float(estimator._squared_norm_binary_in_namespace(state, xp, device))
-        if labeled_mask.any():
-            y_signed = np.where(y_labeled == label, 1.0, -1.0)
-            losses = hinge.value(y_signed * outputs[labeled_mask])
+        if rows.any():
+            losses = hinge.value(y_signed * outputs[labeled_positions[rows]])
             if labeled_weights is not None:
-                losses = labeled_weights * losses
+                losses = labeled_weights[rows] * losses
             value += estimator._C * float(losses.sum())
         if (~labeled_mask).any() and estimator._C_star > 0:
             losses = estimator._unlabeled_loss.value(outputs[~labeled_mask],

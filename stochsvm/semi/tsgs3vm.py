@@ -44,7 +44,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import check_random_state
 
+from .._core.array_api import to_numpy
 from .._core.kernels import resolve_kernel_dtype
 from .._core.monitor import TrainingMonitor
 from .._core.random_features import RANDOM_FEATURE_KERNELS, draw_seed
@@ -58,7 +60,9 @@ from .anchor_graph_labels import (
     check_counts,
     kept_model,
 )
+from .array_api_operations import NamespaceRows
 from .manifold import build_manifold_graph, labeled_share, resolve_anchor_count
+from .multiclass_check import fit_multiclass
 from .safe_selection import (
     best_candidate,
     candidate_terms,
@@ -356,6 +360,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     binary_models_ : list of dict
         One model per binary problem: ``coefficients`` (T m,), ``seed``, ``n_blocks``,
         ``block_size``, and ``omega``/``offset`` when the blocks are cached.
+    multiclass_strategy_ : {"one_vs_rest", "one_vs_one"}
+        ``"one_vs_one"`` when the multiclass check kept the ``SVC`` on the labels: one model
+        per pair of classes, combined as ``SVC(decision_function_shape="ovr")`` does.
     n_iter_ : int
     history_ : list of dict
         ``iteration``, ``samples_seen``, ``seconds``, batch ``labeled_loss`` (mean hinge) and
@@ -368,61 +375,26 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
 
     Notes
     -----
-    What the unlabeled samples are worth, as measured (``benchmarks/BENCHMARKS.md``, TSGS3VM
-    section and its kernel-width study; medians over label draws, ``C = 1``):
+    When the unlabeled samples help (measurements: BENCHMARKS.md, "Semi-supervised, many
+    classes" and "TSGS3VM against supervised"):
 
-    * The S3VM objective itself gains over an SVC on the labels where low-density gaps
-      separate the classes: two moons and two circles (the tests); digits even/odd with 100
-      labels (exact CCCP: +1.1 points); generated Gaussian clusters with 200 labels, +1.3
-      points with a 3x narrower kernel than ``"scale"`` and +0.4 at ``"scale"``, where
-      ``LabelSpreading``'s nearest-neighbour graph is 4.5 points ahead of the exact S3VM.
-    * A narrow kernel needs many random features: at 3x ``"scale"`` on those clusters 4096
-      features lose 7.0 points against the exact kernel on the labels alone (relative
-      kernel error 0.66), 16384 lose 2.4.
-    * The triply stochastic solver realizes less than an exact one: on 4096 random features
-      CCCP reaches 0.878 on the clusters at both widths, TSGS3VM (64 iterations of 64
-      features) 0.866 at ``"scale"`` and 0.836 at 3x; each unlabeled sample's gradient lands
-      on the ``m`` features of its own iteration only. On digits (100 labels) and on
-      Fashion-MNIST tops vs rest (n = 20000) TSGS3VM is within 0.2 points of ``C_star=0``.
+    * With three or more classes the check weighs two models of all the classes at once:
+      the ``SVC`` on the labels (one-vs-one, as a user fits it) and anchor graph
+      regularization (:mod:`stochsvm.semi.multiclass_check`); ``multiclass_strategy_`` says
+      which form the model has and ``history_`` which candidate was kept. The graph wins
+      where the classes follow clusters of the inputs and labels are few (Fashion-MNIST
+      with 10 labels a class); with 100 labels a class the ``SVC`` is usually kept.
+    * On two classes the S3VM, the manifold term and the anchor graph labels are each kept
+      only where they beat the ``SVC`` on held-out labels by McNemar's test; below 50
+      labels the model is the ``SVC``. The S3VM gains where a low-density gap separates the
+      classes that the labels alone do not find (two circles with a wide kernel).
+    * Under model selection with :class:`~stochsvm.semi.model_selection.LabeledKFold` the
+      binary graph candidate is judged against a fixed grid of ``SVC`` models, so its
+      decision does not move the search. ``safe_folds=None`` trains Alg. 1 as printed
+      (one-vs-rest for many classes).
 
-    When the unlabeled samples help, and what the default does (the supervised check,
-    ``benchmarks/tsgs3vm_safe.py``; 11 data sets, 200 labels or 20 below n = 1000, label
-    draws stratified; BENCHMARKS.md, section "TSGS3VM against supervised"):
-
-    * Without the check the median test accuracy is below that of ``SVC`` on the labels on
-      most real sets (training sets capped at 3000, 10 draws: 8 of 11; musk 0.464 against
-      0.635, shuttle High vs rest 0.965 against 0.985, dna 0.871 against 0.886). At 200
-      labels the S3VM of 64 iterations of 64 random features rarely beats the exact ``SVC``;
-      where it does by a point or two (two moons with 60 labels: +0.6 to +2.6 points), the
-      gain is below what the held-out labels can show, and the check returns the ``SVC``.
-    * The unlabeled term is kept where it wins clearly on held-out labels: a low-density gap
-      that the labels alone do not find, e.g. two circles with a kernel wider than the
-      inner circle (``gamma=0.2``, 60 labels: kept in 5 of 6 draws, 1.000 against 0.77-0.88
-      for the ``SVC``; the tests).
-    * With the check the median is at least that of ``SVC`` on the labels on 11 of 11 sets
-      (n <= 20000, 5 draws); the anchor graph labels win where classes follow clusters
-      (generated clusters 0.953, ``SVC`` 0.866, ``LabelSpreading`` 0.944). Looser
-      thresholds kept S3VMs that lost on test data (see :func:`~stochsvm.semi.safe_selection.unlabeled_term_passes`). With 20 labels the check
-      cannot tell a gain from noise (it kept a harmful S3VM on pima in 3 of 10 draws at 1.5
-      standard deviations and missed an 11-point gain on two circles with 10 labels), so
-      below 50 labels the default is the ``SVC`` on the labels. Set ``safe_folds=None`` to
-      keep the unlabeled term where a low-density gap is known to be the class boundary.
-    * Under model selection (``benchmarks/tsgs3vm_safe_selection.py``: C and gamma chosen
-      by 3-fold :class:`~stochsvm.semi.model_selection.LabeledKFold` for both, the same
-      folds) the default is at least ``SVC`` on the labels on 11 of 11 sets (the clusters
-      +0.2 point): the anchor graph labels are judged against a fixed grid of ``SVC``
-      models, so their decision does not move the search.
-    * With many labels (``benchmarks/tsgs3vm_many_labels.py``, 10^4 and 2 x 10^4 labels)
-      the S3VM loses 7 points to an ``SVC`` on the labels on generated linear data and
-      3 on Fashion-MNIST tops vs rest; the default returns the ``SVC`` on a stratified
-      sample of 5000 labels, 0.4 points below an ``SVC`` on every label.
-
-    Its strength is scale: one pass over 10^7 samples (d = 20) in 33 s and 82 s in two full
-    benchmark runs on different 2-core hosts, with a model of ``T m`` numbers, where the
-    exact S3VMs stop at a few thousand samples and ``LabelSpreading`` at a few 10^5; the
-    supervised check shares that pass (10^7 x 20 in 51 s against 44 s without it, on one
-    host). Cross-validate ``C_star`` (``0`` included) with
-    :class:`~stochsvm.semi.model_selection.LabeledKFold` to tune the S3VM itself.
+    Its strength is scale: one pass over 10^7 samples (d = 20) in about a minute on 2 cores
+    with a model of ``T m`` numbers, where exact S3VMs stop at a few thousand samples.
 
     On a GPU: inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy array or a
     PyTorch tensor is trained on its device (:mod:`stochsvm.semi.tsgs3vm_array_api`; the
@@ -641,6 +613,28 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                                      weights)
         return self._train(settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
                            weights)
+
+    def _fit_multiclass(self, settings, X_labeled, y_labeled, X_unlabeled, random_state,
+                        weights=None):
+        """With three or more classes and the check on, all the classes at once: the ``SVC``
+        on the labels (one-vs-one) or AGR, as :mod:`stochsvm.semi.multiclass_check` decides;
+        ``None`` (one-vs-rest) otherwise."""
+        if len(self.classes_) < 3 or not self._checked(settings, X_unlabeled):
+            return None
+        seed = draw_seed(check_random_state(random_state))
+        classes = to_numpy(self.classes_)
+        rows = ((lambda positions: to_numpy(X_unlabeled.take(positions)))
+                if isinstance(X_unlabeled, NamespaceRows) else X_unlabeled.__getitem__)
+        template = {"seed": int(seed), "block_size": int(settings.block_size),
+                    "gamma": float(self._gamma), "kernel": str(settings.kernel),
+                    "dtype": np.dtype(settings.dtype).name}
+        return fit_multiclass(
+            to_numpy(X_labeled), np.searchsorted(classes, to_numpy(y_labeled)), len(classes),
+            rows, X_unlabeled.shape[0], C=self._C, gamma=settings.supervised_gamma,
+            kernel=settings.kernel, n_anchors=self.n_anchors, n_neighbors=settings.n_neighbors,
+            seed=seed, template=template, decision=self._decision_binary,
+            monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
+                                    label="TSGS3VM "), weights=weights)
 
     def _fit_checked(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
                      folds, weights=None):

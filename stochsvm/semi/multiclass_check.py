@@ -1,0 +1,231 @@
+r"""Many classes as one problem: the supervised check of
+:class:`~stochsvm.semi.tsgs3vm.TSGS3VM` for three or more labeled classes.
+
+The two candidates are multiclass by nature:
+
+* the model a user compares with, scikit-learn's ``SVC`` on the labels (same ``C``, kernel
+  and ``gamma``; ``"scale"`` resolved on the labeled samples, as that ``SVC`` does), with its
+  one-vs-one multiclass (:func:`one_vs_one_models`): one binary model per pair of classes,
+  combined into per-class scores as ``SVC(decision_function_shape="ovr")`` combines them
+  (:func:`~stochsvm._core.multiclass.one_vs_one_scores`), so ``predict`` is
+  ``SVC(break_ties=True).predict``;
+* anchor graph regularization (AGR; Liu, He and Chang, ICML 2010) on every class at once:
+  the soft labels of the ``m`` anchors of all classes from one :math:`m \times m` solve
+  (:meth:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels.class_values`), stored as one
+  binary model a class (the anchors and that class's normalized anchor values).
+
+They are compared on the multiclass accuracy of held-out labels (:func:`check_counts`): on
+stratified folds, each candidate trained on the other folds' labels classifies the held-out
+ones; AGR is kept when McNemar's statistic of the labels only it classifies right (``w``)
+against those only the ``SVC`` does (``l``) passes :data:`MULTICLASS_THRESHOLD`, else the
+``SVC``. Where some class has fewer than two labels, or all classes together fewer than
+:data:`MINIMUM_MULTICLASS_LABELS`, nothing can be certified and the model is the ``SVC``;
+the history record says so (``too_few_labels``).
+
+The history has one record: ``kept`` (``"anchor_graph_labels"`` or ``"supervised_fallback"``),
+``held_out_wins`` and ``held_out_losses`` (``w`` and ``l``), ``too_few_labels``, and the mean
+hinge loss of the kept binary models on their problems' labels as ``labeled_loss``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._core.multiclass import ONE_VS_ONE, ONE_VS_REST, class_pairs, one_vs_one_scores
+from ._base import resolve_semi_supervised_gamma
+from .anchor_graph_labels import build_anchor_graph_labels
+from .safe_selection import kernel_matrix, supervised_subset, unlabeled_term_passes
+
+__all__ = ["MINIMUM_MULTICLASS_LABELS", "MULTICLASS_ANCHORS", "MULTICLASS_FOLDS",
+           "MULTICLASS_GRAPH_WEIGHT", "MULTICLASS_THRESHOLD", "check_counts", "fit_multiclass",
+           "one_vs_one_models"]
+
+#: anchors of the multiclass AGR (at most half the unlabeled rows)
+MULTICLASS_ANCHORS = 512
+#: :math:`\gamma`, the weight of the graph term of the multiclass AGR
+MULTICLASS_GRAPH_WEIGHT = 0.1
+#: folds of the labels (fewer when a class has fewer labels)
+MULTICLASS_FOLDS = 10
+#: McNemar's threshold for keeping AGR
+MULTICLASS_THRESHOLD = 0.5
+#: below this many labels (all classes together) the check certifies nothing
+MINIMUM_MULTICLASS_LABELS = 20
+
+
+def one_vs_one_models(X_labeled, class_index, n_classes, *, C, gamma, kernel, template,
+                      sample_weight=None):
+    r"""The binary models of ``SVC(C=C, kernel=kernel, gamma=gamma)`` fitted on the labels
+    ``class_index`` (positions ``0 .. n_classes - 1`` of the classes) with ``sample_weight``:
+    one per pair of
+    :func:`~stochsvm._core.multiclass.class_pairs`, each
+    :math:`f_{ij}(x) = \sum_s \beta_s k(x_s, x) + b_{ij}` over the support vectors of classes
+    ``i`` and ``j``, positive for class ``j`` (libsvm trains the pairs apart; their
+    coefficients are read from the one ``SVC``). ``gamma`` is a float, or ``"scale"`` /
+    ``"auto"`` resolved on ``X_labeled``; ``kernel`` is ``"rbf"`` (libsvm's own kernel) or
+    ``"laplacian"`` (a precomputed matrix). ``template`` holds the keys every binary model of
+    TSGS3VM has (``seed``, ``block_size``, ``dtype``). Returns ``(models, gamma)``."""
+    from sklearn.svm import SVC
+
+    gamma = resolve_semi_supervised_gamma(gamma, X_labeled)
+    dense = X_labeled.toarray() if sp.issparse(X_labeled) else np.asarray(X_labeled)
+    if kernel == "rbf":
+        machine = SVC(C=C, kernel="rbf", gamma=gamma).fit(dense, class_index,
+                                                          sample_weight=sample_weight)
+    else:
+        machine = SVC(C=C, kernel="precomputed").fit(kernel_matrix(dense, dense, gamma, kernel),
+                                                     class_index, sample_weight=sample_weight)
+    if machine.classes_.shape[0] != n_classes:
+        raise ValueError(f"the labels hold {machine.classes_.shape[0]} classes, expected "
+                         f"{n_classes}")
+    vectors = np.ascontiguousarray(dense[machine.support_], dtype=np.float64)
+    starts = np.concatenate([[0], np.cumsum(machine.n_support_)])
+    models = []
+    for pair, (first, second) in enumerate(class_pairs(n_classes)):
+        rows_first = np.arange(starts[first], starts[first + 1])
+        rows_second = np.arange(starts[second], starts[second + 1])
+        rows = np.concatenate([rows_first, rows_second])
+        # libsvm's decision of the pair is positive for the first class: negated
+        dual = -np.concatenate([machine.dual_coef_[second - 1, rows_first],
+                                machine.dual_coef_[first, rows_second]])
+        models.append({**template, "coefficients": np.zeros(0),
+                       "intercept": -float(machine.intercept_[pair]), "n_blocks": 0,
+                       "gamma": float(gamma), "kernel": str(kernel),
+                       "support_vectors": vectors[rows].copy(),
+                       "dual_coefficients": np.asarray(dual, dtype=np.float64)})
+    return models, gamma
+
+
+def _binary_scores(models, X, decision):
+    return np.column_stack([decision(X, model) for model in models])
+
+
+def _stratified_folds(class_index, n_folds, seed):
+    from sklearn.model_selection import StratifiedKFold
+
+    folds = StratifiedKFold(n_folds, shuffle=True, random_state=int(seed) % (2 ** 31 - 1))
+    return list(folds.split(np.zeros(class_index.shape[0]), class_index))
+
+
+def check_counts(graph, X_labeled, class_index, n_classes, folds, *, C, gamma, kernel,
+                 template, decision, labeled_weights=None):
+    r"""``(wins, losses)`` of AGR against the ``SVC`` on held-out labels: over the ``folds``
+    (``(train, held_out)`` positions of the labels), the held-out labels that only AGR on
+    the training labels classifies right (``graph``, an
+    :class:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels`; the other labels are
+    unlabeled nodes of its graph) and those that only the ``SVC`` on the same labels does
+    (:func:`one_vs_one_models`, evaluated by ``decision(X, model)``), each by the largest
+    per-class score."""
+    wins = losses = 0
+    for train, held_out in folds:
+        truth = class_index[held_out]
+        weights = None if labeled_weights is None else labeled_weights[train]
+        values = graph.class_values(train, class_index[train], n_classes, weights,
+                                    MULTICLASS_GRAPH_WEIGHT)
+        graph_right = graph.labeled_decision(held_out, values).argmax(axis=1) == truth
+        models, _ = one_vs_one_models(X_labeled[train], class_index[train], n_classes, C=C,
+                                      gamma=gamma, kernel=kernel, template=template,
+                                      sample_weight=weights)
+        scores = one_vs_one_scores(_binary_scores(models, X_labeled[held_out], decision),
+                                   n_classes)
+        supervised_right = scores.argmax(axis=1) == truth
+        wins += int(np.sum(graph_right & ~supervised_right))
+        losses += int(np.sum(supervised_right & ~graph_right))
+    return wins, losses
+
+
+def _too_few_labels(class_index, n_classes):
+    counts = np.bincount(class_index, minlength=n_classes)
+    return bool(counts.min() < 2 or class_index.shape[0] < MINIMUM_MULTICLASS_LABELS)
+
+
+def _mean_hinge(values, class_index, strategy):
+    """The mean hinge loss of the binary models (decisions ``values``, one column a model)
+    on their problems' labels: class against the rest, or the labels of a pair's classes."""
+    n_classes = int(class_index.max()) + 1
+    losses = []
+    problems = (class_pairs(n_classes) if strategy == ONE_VS_ONE
+                else [(None, k) for k in range(values.shape[1])])
+    for column, (first, second) in enumerate(problems):
+        rows = (np.ones(class_index.shape[0], dtype=bool) if first is None
+                else (class_index == first) | (class_index == second))
+        signs = np.where(class_index[rows] == second, 1.0, -1.0)
+        losses.append(np.maximum(0.0, 1.0 - signs * values[rows, column]))
+    return float(np.concatenate(losses).mean())
+
+
+def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabeled, *, C, gamma,
+                   kernel, n_anchors, n_neighbors, seed, template, decision, monitor,
+                   weights=None):
+    r"""The multiclass model of TSGS3VM's check (module docstring).
+
+    Parameters
+    ----------
+    X_labeled : ndarray or CSR matrix of shape (n_labeled, n_features)
+    class_index : ndarray of shape (n_labeled,)
+        Each label's class position, ``0 .. n_classes - 1``.
+    n_classes : int
+    unlabeled_rows : callable
+        ``unlabeled_rows(positions)``: the unlabeled rows at sorted host positions.
+    n_unlabeled : int
+    C, gamma, kernel
+        The ``SVC``'s (``gamma`` as :func:`one_vs_one_models` takes it).
+    n_anchors : int or None
+        Anchors of AGR; ``None`` gives :data:`MULTICLASS_ANCHORS` (at most half the
+        unlabeled rows either way).
+    n_neighbors : int
+    seed : int
+        Seeds the folds, the k-means sample and the k-means.
+    template : dict
+        The keys every binary model of TSGS3VM has (``seed``, ``block_size``, ``gamma``,
+        ``kernel``, ``dtype``).
+    decision : callable
+        ``decision(X, model)``, the decision values of a binary model.
+    monitor : :class:`~stochsvm._core.monitor.TrainingMonitor`
+    weights : :class:`~stochsvm.semi._base.SampleWeights` or None
+
+    Returns
+    -------
+    strategy : str
+        :data:`ONE_VS_ONE` (the ``SVC``) or :data:`ONE_VS_REST` (AGR, one model a class).
+    models : list of dict
+    history : list of dict
+    """
+    labeled_weights = None if weights is None else weights.labeled
+    too_few = _too_few_labels(class_index, n_classes) or n_unlabeled < 2
+    wins = losses = 0
+    graph = None
+    if not too_few:
+        graph = build_anchor_graph_labels(
+            X_labeled, unlabeled_rows, n_unlabeled,
+            MULTICLASS_ANCHORS if n_anchors is None else n_anchors, n_neighbors, seed,
+            weights)
+        n_folds = int(min(MULTICLASS_FOLDS, np.bincount(class_index).min()))
+        folds = _stratified_folds(class_index, n_folds, seed)
+        wins, losses = check_counts(graph, X_labeled, class_index, n_classes, folds, C=C,
+                                    gamma=gamma, kernel=kernel, template=template,
+                                    decision=decision, labeled_weights=labeled_weights)
+    everything = np.arange(class_index.shape[0])
+    if graph is not None and unlabeled_term_passes(wins, losses, MULTICLASS_THRESHOLD):
+        values = graph.class_values(everything, class_index, n_classes, labeled_weights,
+                                    MULTICLASS_GRAPH_WEIGHT)
+        models = [graph.state(values[:, k], template) for k in range(n_classes)]
+        strategy, kept = ONE_VS_REST, "anchor_graph_labels"
+    else:
+        # the SVC on at most MAXIMUM_CHECKED_LABELS labels, stratified
+        subset = supervised_subset(class_index, seed)
+        models, _ = one_vs_one_models(
+            X_labeled[subset], class_index[subset], n_classes, C=C, gamma=gamma,
+            kernel=kernel, template=template,
+            sample_weight=None if labeled_weights is None else labeled_weights[subset])
+        strategy, kept = ONE_VS_ONE, "supervised_fallback"
+    statistic = (wins - losses) / math.sqrt(wins + losses) if wins + losses else 0.0
+    monitor.record({"iteration": 0, "samples_seen": int(class_index.shape[0]),
+                    "labeled_loss": _mean_hinge(_binary_scores(models, X_labeled, decision),
+                                                class_index, strategy),
+                    "unlabeled_loss": 0.0, kept: True, "kept": kept,
+                    "held_out_wins": int(wins), "held_out_losses": int(losses),
+                    "held_out_statistic": float(statistic), "too_few_labels": bool(too_few)})
+    return strategy, models, monitor.history
