@@ -22,9 +22,11 @@ against those only the ``SVC`` does (``l``) passes :data:`MULTICLASS_THRESHOLD`,
 :data:`MINIMUM_MULTICLASS_LABELS`, nothing can be certified and the model is the ``SVC``;
 the history record says so (``too_few_labels``).
 
-The history has one record: ``kept`` (``"anchor_graph_labels"`` or ``"supervised_fallback"``),
-``held_out_wins`` and ``held_out_losses`` (``w`` and ``l``), ``too_few_labels``, and the mean
-hinge loss of the kept binary models on their problems' labels as ``labeled_loss``.
+The history has one record per binary model of the kept candidate (``problem``: its index
+in ``binary_models_``), each with the check's outcome: ``kept`` (``"anchor_graph_labels"`` or
+``"supervised_fallback"``), ``held_out_wins`` and ``held_out_losses`` (``w`` and ``l``),
+``too_few_labels``, and the model's mean hinge loss on its problem's labels as
+``labeled_loss``.
 """
 
 from __future__ import annotations
@@ -141,19 +143,19 @@ def _too_few_labels(class_index, n_classes):
     return bool(counts.min() < 2 or class_index.shape[0] < MINIMUM_MULTICLASS_LABELS)
 
 
-def _mean_hinge(values, class_index, strategy):
-    """The mean hinge loss of the binary models (decisions ``values``, one column a model)
-    on their problems' labels: class against the rest, or the labels of a pair's classes."""
+def _problem_hinges(values, class_index, strategy):
+    """The mean hinge loss of each binary model (decisions ``values``, one column a model)
+    on its problem's labels: class against the rest, or the labels of a pair's classes."""
     n_classes = int(class_index.max()) + 1
-    losses = []
     problems = (class_pairs(n_classes) if strategy == ONE_VS_ONE
                 else [(None, k) for k in range(values.shape[1])])
+    losses = []
     for column, (first, second) in enumerate(problems):
         rows = (np.ones(class_index.shape[0], dtype=bool) if first is None
                 else (class_index == first) | (class_index == second))
         signs = np.where(class_index[rows] == second, 1.0, -1.0)
-        losses.append(np.maximum(0.0, 1.0 - signs * values[rows, column]))
-    return float(np.concatenate(losses).mean())
+        losses.append(float(np.maximum(0.0, 1.0 - signs * values[rows, column]).mean()))
+    return losses
 
 
 def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabeled, *, C, gamma,
@@ -222,10 +224,12 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
             sample_weight=None if labeled_weights is None else labeled_weights[subset])
         strategy, kept = ONE_VS_ONE, "supervised_fallback"
     statistic = (wins - losses) / math.sqrt(wins + losses) if wins + losses else 0.0
-    monitor.record({"iteration": 0, "samples_seen": int(class_index.shape[0]),
-                    "labeled_loss": _mean_hinge(_binary_scores(models, X_labeled, decision),
-                                                class_index, strategy),
-                    "unlabeled_loss": 0.0, kept: True, "kept": kept,
-                    "held_out_wins": int(wins), "held_out_losses": int(losses),
-                    "held_out_statistic": float(statistic), "too_few_labels": bool(too_few)})
+    hinges = _problem_hinges(_binary_scores(models, X_labeled, decision), class_index, strategy)
+    for problem, hinge in enumerate(hinges):
+        monitor.record({"problem": problem, "iteration": 0,
+                        "samples_seen": int(class_index.shape[0]), "labeled_loss": hinge,
+                        "unlabeled_loss": 0.0, kept: True, "kept": kept,
+                        "held_out_wins": int(wins), "held_out_losses": int(losses),
+                        "held_out_statistic": float(statistic),
+                        "too_few_labels": bool(too_few)})
     return strategy, models, monitor.history
