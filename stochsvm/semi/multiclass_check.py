@@ -57,31 +57,55 @@ MULTICLASS_THRESHOLD = 0.5
 MINIMUM_MULTICLASS_LABELS = 20
 
 
+def _labeled_svc(X_labeled, class_index, n_classes, *, C, gamma, kernel, sample_weight=None):
+    """``(machine, dense, gamma)``: ``SVC(C=C, kernel=kernel, gamma=gamma)`` fitted on the
+    labels (``"laplacian"`` through a precomputed matrix), the dense labeled rows and the
+    resolved ``gamma``."""
+    from sklearn.svm import SVC
+
+    gamma = resolve_semi_supervised_gamma(gamma, X_labeled)
+    dense = X_labeled.toarray() if sp.issparse(X_labeled) else np.asarray(X_labeled)
+    if kernel == "rbf":
+        machine = SVC(C=C, kernel="rbf", gamma=gamma, decision_function_shape="ovo")
+        machine.fit(dense, class_index, sample_weight=sample_weight)
+    else:
+        machine = SVC(C=C, kernel="precomputed", decision_function_shape="ovo")
+        machine.fit(kernel_matrix(dense, dense, gamma, kernel), class_index,
+                    sample_weight=sample_weight)
+    if machine.classes_.shape[0] != n_classes:
+        raise ValueError(f"the labels hold {machine.classes_.shape[0]} classes, expected "
+                         f"{n_classes}")
+    return machine, dense, gamma
+
+
+def _pair_values(machine, dense, gamma, kernel, X):
+    """The decision values of every pair (:func:`class_pairs` order, positive for the
+    second class) of the ``SVC`` ``machine`` on the rows ``X``, from one kernel matrix
+    against all its support vectors."""
+    rows = X.toarray() if sp.issparse(X) else np.asarray(X)
+    if kernel != "rbf":
+        rows = kernel_matrix(rows, dense, gamma, kernel)
+    # libsvm's decision of the pair is positive for the first class: negated
+    return -np.asarray(machine.decision_function(rows)).reshape(rows.shape[0], -1)
+
+
 def one_vs_one_models(X_labeled, class_index, n_classes, *, C, gamma, kernel, template,
                       sample_weight=None):
     r"""The binary models of ``SVC(C=C, kernel=kernel, gamma=gamma)`` fitted on the labels
     ``class_index`` (positions ``0 .. n_classes - 1`` of the classes) with ``sample_weight``:
-    one per pair of
-    :func:`~stochsvm._core.multiclass.class_pairs`, each
+    one per pair of :func:`~stochsvm._core.multiclass.class_pairs`, each
     :math:`f_{ij}(x) = \sum_s \beta_s k(x_s, x) + b_{ij}` over the support vectors of classes
     ``i`` and ``j``, positive for class ``j`` (libsvm trains the pairs apart; their
     coefficients are read from the one ``SVC``). ``gamma`` is a float, or ``"scale"`` /
     ``"auto"`` resolved on ``X_labeled``; ``kernel`` is ``"rbf"`` (libsvm's own kernel) or
     ``"laplacian"`` (a precomputed matrix). ``template`` holds the keys every binary model of
     TSGS3VM has (``seed``, ``block_size``, ``dtype``). Returns ``(models, gamma)``."""
-    from sklearn.svm import SVC
+    machine, dense, gamma = _labeled_svc(X_labeled, class_index, n_classes, C=C, gamma=gamma,
+                                         kernel=kernel, sample_weight=sample_weight)
+    return _pair_models(machine, dense, gamma, kernel, template, n_classes), gamma
 
-    gamma = resolve_semi_supervised_gamma(gamma, X_labeled)
-    dense = X_labeled.toarray() if sp.issparse(X_labeled) else np.asarray(X_labeled)
-    if kernel == "rbf":
-        machine = SVC(C=C, kernel="rbf", gamma=gamma).fit(dense, class_index,
-                                                          sample_weight=sample_weight)
-    else:
-        machine = SVC(C=C, kernel="precomputed").fit(kernel_matrix(dense, dense, gamma, kernel),
-                                                     class_index, sample_weight=sample_weight)
-    if machine.classes_.shape[0] != n_classes:
-        raise ValueError(f"the labels hold {machine.classes_.shape[0]} classes, expected "
-                         f"{n_classes}")
+
+def _pair_models(machine, dense, gamma, kernel, template, n_classes):
     vectors = np.ascontiguousarray(dense[machine.support_], dtype=np.float64)
     starts = np.concatenate([[0], np.cumsum(machine.n_support_)])
     models = []
@@ -97,11 +121,7 @@ def one_vs_one_models(X_labeled, class_index, n_classes, *, C, gamma, kernel, te
                        "gamma": float(gamma), "kernel": str(kernel),
                        "support_vectors": vectors[rows].copy(),
                        "dual_coefficients": np.asarray(dual, dtype=np.float64)})
-    return models, gamma
-
-
-def _binary_scores(models, X, decision):
-    return np.column_stack([decision(X, model) for model in models])
+    return models
 
 
 def _stratified_folds(class_index, n_folds, seed):
@@ -112,14 +132,15 @@ def _stratified_folds(class_index, n_folds, seed):
 
 
 def check_counts(graph, X_labeled, class_index, n_classes, folds, *, C, gamma, kernel,
-                 template, decision, labeled_weights=None):
+                 labeled_weights=None):
     r"""``(wins, losses)`` of AGR against the ``SVC`` on held-out labels: over the ``folds``
     (``(train, held_out)`` positions of the labels), the held-out labels that only AGR on
     the training labels classifies right (``graph``, an
     :class:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels`; the other labels are
-    unlabeled nodes of its graph) and those that only the ``SVC`` on the same labels does
-    (:func:`one_vs_one_models`, evaluated by ``decision(X, model)``), each by the largest
-    per-class score."""
+    unlabeled nodes of its graph) and those that only the ``SVC`` on the same labels does,
+    each by the largest per-class score (the ``SVC``'s
+    :func:`~stochsvm._core.multiclass.one_vs_one_scores`, ``SVC(break_ties=True)``'s
+    prediction)."""
     wins = losses = 0
     for train, held_out in folds:
         truth = class_index[held_out]
@@ -127,11 +148,11 @@ def check_counts(graph, X_labeled, class_index, n_classes, folds, *, C, gamma, k
         values = graph.class_values(train, class_index[train], n_classes, weights,
                                     MULTICLASS_GRAPH_WEIGHT)
         graph_right = graph.labeled_decision(held_out, values).argmax(axis=1) == truth
-        models, _ = one_vs_one_models(X_labeled[train], class_index[train], n_classes, C=C,
-                                      gamma=gamma, kernel=kernel, template=template,
-                                      sample_weight=weights)
-        scores = one_vs_one_scores(_binary_scores(models, X_labeled[held_out], decision),
-                                   n_classes)
+        machine, dense, resolved = _labeled_svc(X_labeled[train], class_index[train], n_classes,
+                                                C=C, gamma=gamma, kernel=kernel,
+                                                sample_weight=weights)
+        scores = one_vs_one_scores(_pair_values(machine, dense, resolved, kernel,
+                                                X_labeled[held_out]), n_classes)
         supervised_right = scores.argmax(axis=1) == truth
         wins += int(np.sum(graph_right & ~supervised_right))
         losses += int(np.sum(supervised_right & ~graph_right))
@@ -159,7 +180,7 @@ def _problem_hinges(values, class_index, strategy):
 
 
 def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabeled, *, C, gamma,
-                   kernel, n_anchors, n_neighbors, seed, template, decision, monitor,
+                   kernel, n_anchors, n_neighbors, seed, template, monitor,
                    weights=None):
     r"""The multiclass model of TSGS3VM's check (module docstring).
 
@@ -183,8 +204,6 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
     template : dict
         The keys every binary model of TSGS3VM has (``seed``, ``block_size``, ``gamma``,
         ``kernel``, ``dtype``).
-    decision : callable
-        ``decision(X, model)``, the decision values of a binary model.
     monitor : :class:`~stochsvm._core.monitor.TrainingMonitor`
     weights : :class:`~stochsvm.semi._base.SampleWeights` or None
 
@@ -207,24 +226,26 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
         n_folds = int(min(MULTICLASS_FOLDS, np.bincount(class_index).min()))
         folds = _stratified_folds(class_index, n_folds, seed)
         wins, losses = check_counts(graph, X_labeled, class_index, n_classes, folds, C=C,
-                                    gamma=gamma, kernel=kernel, template=template,
-                                    decision=decision, labeled_weights=labeled_weights)
+                                    gamma=gamma, kernel=kernel,
+                                    labeled_weights=labeled_weights)
     everything = np.arange(class_index.shape[0])
     if graph is not None and unlabeled_term_passes(wins, losses, MULTICLASS_THRESHOLD):
         values = graph.class_values(everything, class_index, n_classes, labeled_weights,
                                     MULTICLASS_GRAPH_WEIGHT)
         models = [graph.state(values[:, k], template) for k in range(n_classes)]
+        labeled_values = graph.labeled_decision(everything, values)
         strategy, kept = ONE_VS_REST, "anchor_graph_labels"
     else:
         # the SVC on at most MAXIMUM_CHECKED_LABELS labels, stratified
         subset = supervised_subset(class_index, seed)
-        models, _ = one_vs_one_models(
-            X_labeled[subset], class_index[subset], n_classes, C=C, gamma=gamma,
-            kernel=kernel, template=template,
+        machine, dense, resolved = _labeled_svc(
+            X_labeled[subset], class_index[subset], n_classes, C=C, gamma=gamma, kernel=kernel,
             sample_weight=None if labeled_weights is None else labeled_weights[subset])
+        models = _pair_models(machine, dense, resolved, kernel, template, n_classes)
+        labeled_values = _pair_values(machine, dense, resolved, kernel, X_labeled)
         strategy, kept = ONE_VS_ONE, "supervised_fallback"
     statistic = (wins - losses) / math.sqrt(wins + losses) if wins + losses else 0.0
-    hinges = _problem_hinges(_binary_scores(models, X_labeled, decision), class_index, strategy)
+    hinges = _problem_hinges(labeled_values, class_index, strategy)
     for problem, hinge in enumerate(hinges):
         monitor.record({"problem": problem, "iteration": 0,
                         "samples_seen": int(class_index.shape[0]), "labeled_loss": hinge,

@@ -632,7 +632,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             to_numpy(X_labeled), np.searchsorted(classes, to_numpy(y_labeled)), len(classes),
             rows, X_unlabeled.shape[0], C=self._C, gamma=settings.supervised_gamma,
             kernel=settings.kernel, n_anchors=self.n_anchors, n_neighbors=settings.n_neighbors,
-            seed=seed, template=template, decision=self._decision_binary,
+            seed=seed, template=template,
             monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                     label="TSGS3VM "), weights=weights)
 
