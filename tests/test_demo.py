@@ -190,27 +190,29 @@ def test_figure_marks_killed_fits(tmp_path):
 
 
 def test_semi_supervised_data_fall_back_to_generated_clusters(monkeypatch):
-    def missing(*arguments):
+    def missing(*arguments, **keywords):
         raise FileNotFoundError("no Fashion-MNIST files here")
 
-    monkeypatch.setattr("stochsvm.bench.tsgs3vm.fashion_task", missing)
+    monkeypatch.setattr("stochsvm.datasets.load_fashion_mnist", missing)
     comparison = semi_supervised.semi_supervised_comparison(300, 20, test_samples=100)
     assert comparison.dataset.X_train.shape == (300, 20)
     assert comparison.dataset.X_test.shape == (100, 20)
     assert np.sum(comparison.dataset.y_train != -1) == 20
+    assert set(np.unique(comparison.dataset.y_test)) == set(range(10))
     assert "Fashion-MNIST is not installed (no Fashion-MNIST files here)" in comparison.notes[0]
 
 
 @pytest.mark.skipif(not _fashion_mnist_installed(), reason="Fashion-MNIST is not installed")
-def test_semi_supervised_data_use_fashion_mnist_tops_vs_rest():
-    comparison = semi_supervised.semi_supervised_comparison(500, 30)
+def test_semi_supervised_data_use_fashion_mnist_ten_classes():
+    comparison = semi_supervised.semi_supervised_comparison(2000, 100)
     dataset = comparison.dataset
-    assert dataset.X_train.shape == (500, 784) and dataset.X_test.shape == (10000, 784)
-    assert set(np.unique(dataset.y_train)) == {-1, 0, 1}
-    assert np.sum(dataset.y_train != -1) == 30
-    # tops are T-shirt, pullover, coat and shirt: 4 of the 10 balanced classes
-    assert dataset.y_test.mean() == pytest.approx(0.4)
-    assert "Fashion-MNIST tops" in comparison.notes[0]
+    assert dataset.X_train.shape == (2000, 784) and dataset.X_test.shape == (10000, 784)
+    assert set(np.unique(dataset.y_train)) == {-1, *range(10)}
+    # stratified: about 10 labels a class
+    counts = np.bincount(dataset.y_train[dataset.y_train != -1], minlength=10)
+    assert counts.sum() == 100 and counts.min() >= 7
+    assert np.all(np.bincount(dataset.y_test) == 1000)
+    assert "Fashion-MNIST, 10 classes" in comparison.notes[0]
 
 
 def test_linear_comparison_is_sparse_text_and_counts_nonzero_coefficients():
@@ -308,21 +310,21 @@ def test_demo_command_options(monkeypatch):
     assert f"default: {DemoSettings().time_limit:g}" in help_text
 
 
-def test_warm_up_runs_the_s3vm_pass_of_a_semi_supervised_model(monkeypatch):
-    # with 20 labels per class, TSGS3VM's default would return the SVC on the labels without
-    # its compiled S3VM pass, which the timed fit would then compile
+def test_warm_up_runs_the_compiled_anchor_search_of_a_semi_supervised_model(monkeypatch):
+    # the semi-supervised task has ten classes: TSGS3VM's default runs its multiclass check,
+    # whose compiled nearest-anchor search the timed fit would otherwise compile
     from stochsvm.bench import harness
-    from stochsvm.semi import tsgs3vm
+    from stochsvm.semi import anchor_graph_labels
 
     comparison = semi_supervised.semi_supervised_comparison(1200, 200, test_samples=300,
                                                             use_fashion_mnist=False)
-    passes = []
-    original = tsgs3vm.tsgs3vm_train_shared
-    monkeypatch.setattr(tsgs3vm, "tsgs3vm_train_shared",
-                        lambda *args, **keywords: passes.append(1) or original(*args,
-                                                                               **keywords))
+    searches = []
+    original = anchor_graph_labels.anchor_weights
+    monkeypatch.setattr(anchor_graph_labels, "anchor_weights",
+                        lambda *args, **keywords: searches.append(keywords.get("search"))
+                        or original(*args, **keywords))
     harness.warm_up(comparison.methods[:1], [comparison.dataset])
-    assert passes
+    assert "compiled" in searches
 
 
 def test_warm_up_of_several_comparisons_forks_the_first(monkeypatch):

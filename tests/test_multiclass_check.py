@@ -23,9 +23,10 @@ from stochsvm.semi import multiclass_check
 from stochsvm.semi.anchor_graph_labels import build_anchor_graph_labels
 from stochsvm.semi.multiclass_check import (
     MULTICLASS_GRAPH_WEIGHT,
-    check_counts,
     fit_multiclass,
+    held_out_ranks,
     one_vs_one_models,
+    rank_statistic,
 )
 from stochsvm.semi.safe_selection import kernel_matrix
 
@@ -125,13 +126,13 @@ def test_all_classes_from_one_solve_are_the_dense_reference():
     np.testing.assert_allclose(graph.anchor_values(labeled, signed), two[:, 1] - two[:, 0])
 
 
-def test_check_counts_are_the_brute_force_counts():
+def test_held_out_ranks_are_the_brute_force_ranks():
     X, y, graph = _graph(n_samples=500, n_labeled=120)
     X_labeled, labels = X[:120], y[:120]
     folds = list(StratifiedKFold(5, shuffle=True, random_state=3).split(X_labeled, labels))
-    wins, losses = check_counts(graph, X_labeled, labels, 4, folds, C=1.0, gamma="scale",
-                                kernel="rbf")
-    expected_wins = expected_losses = 0
+    graph_ranks, supervised_ranks = held_out_ranks(graph, X_labeled, labels, 4, folds, C=1.0,
+                                                   gamma="scale", kernel="rbf")
+    expected_graph, expected_supervised = [], []
     Z_labeled = graph.labeled_rows.toarray()
     for train, held_out in folds:
         # AGR on the training labels, by the dense solve of its reduced Laplacian
@@ -141,13 +142,32 @@ def test_check_counts_are_the_brute_force_counts():
         matrix += ANCHOR_SOLVE_RIDGE * np.trace(matrix) / matrix.shape[0] * np.eye(len(matrix))
         A = np.linalg.solve(matrix, Z_labeled[train].T @ Y)
         A = A / (graph.degrees @ A / graph.node_total)
-        graph_right = (Z_labeled[held_out] @ A).argmax(axis=1) == labels[held_out]
         svc = SVC(gamma="scale", break_ties=True).fit(X_labeled[train], labels[train])
-        svc_right = svc.predict(X_labeled[held_out]) == labels[held_out]
-        expected_wins += int(np.sum(graph_right & ~svc_right))
-        expected_losses += int(np.sum(svc_right & ~graph_right))
-    assert (wins, losses) == (expected_wins, expected_losses)
-    assert wins + losses > 0
+        for scores, ranks in ((Z_labeled[held_out] @ A, expected_graph),
+                              (svc.decision_function(X_labeled[held_out]), expected_supervised)):
+            # the rank of the true class: 1 + the classes scored above it, by sorting
+            order = np.argsort(-scores, axis=1, kind="stable")
+            ranks.append(1 + np.argmax(order == labels[held_out][:, None], axis=1))
+    np.testing.assert_array_equal(graph_ranks, np.concatenate(expected_graph))
+    np.testing.assert_array_equal(supervised_ranks, np.concatenate(expected_supervised))
+    # rank 1 is a right label: the top of the SVC's scores is its prediction
+    svc_right = []
+    for train, held_out in folds:
+        svc = SVC(gamma="scale", break_ties=True).fit(X_labeled[train], labels[train])
+        svc_right.append(svc.predict(X_labeled[held_out]) == labels[held_out])
+    np.testing.assert_array_equal(supervised_ranks == 1, np.concatenate(svc_right))
+
+
+def test_rank_statistic_is_the_paired_t_statistic():
+    from scipy.stats import ttest_rel
+
+    rng = np.random.RandomState(0)
+    graph_ranks, supervised_ranks = rng.randint(1, 6, 80), rng.randint(1, 6, 80)
+    expected = ttest_rel(supervised_ranks, graph_ranks).statistic
+    assert rank_statistic(graph_ranks, supervised_ranks) == pytest.approx(expected, rel=1e-12)
+    assert rank_statistic([1, 2, 3], [1, 2, 3]) == 0.0
+    assert rank_statistic([1, 1, 1], [2, 2, 2]) == np.inf
+    assert rank_statistic([3, 3], [1, 1]) == -np.inf
 
 
 def _fit(X, y, per_class, **parameters):
@@ -169,7 +189,7 @@ def test_the_graph_is_kept_where_it_wins_on_held_out_labels():
     record = model.history_[0]
     assert record["kept"] == "anchor_graph_labels" and not record["too_few_labels"]
     assert model.multiclass_strategy_ == ONE_VS_REST and len(model.binary_models_) == 4
-    assert record["held_out_wins"] > record["held_out_losses"]
+    assert record["held_out_statistic"] > multiclass_check.MULTICLASS_THRESHOLD
     assert [entry["problem"] for entry in model.history_] == [0, 1, 2, 3]
     assert model.score(X, y) > _labeled_svc(X, y_semi).score(X, y) + 0.05
 

@@ -2,8 +2,8 @@
 otherwise pick.
 
 * Default (``python -m stochsvm``, ``stochsvm demo``): :mod:`stochsvm.demo.scale`, the
-  comparisons where size matters (a kernel SVM on 10^5 samples, a semi-supervised SVM with 200
-  labels among 20000 samples, sparse linear models on 10^5 x 10^5 text, and one model trained
+  comparisons where size matters (a kernel SVM on 10^5 samples, a semi-supervised SVM with 10
+  labels of each of ten classes among 20000 samples, sparse linear models on 10^5 x 10^5 text, and one model trained
   on a local Dask cluster), in about a minute on two cores, with a progress
   bar, one table and the figure ``stochsvm-demo.png``.
 * Quick (``python -m stochsvm --quick``, ``stochsvm demo --quick``): :mod:`stochsvm.demo.quick`,
