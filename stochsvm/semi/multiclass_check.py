@@ -14,24 +14,24 @@ The two candidates are multiclass by nature:
   (:meth:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels.class_values`), stored as one
   binary model a class (the anchors and that class's normalized anchor values).
 
-They are compared on held-out labels (:func:`held_out_ranks`): on stratified folds, each
-candidate trained on the other folds' labels scores every class for the held-out ones, and
-the rank of the true class among those scores (1 when the label is classified right) is
-noted for both. AGR is kept when the paired t statistic of the rank differences
-(:func:`rank_statistic`) passes :data:`MULTICLASS_THRESHOLD`, a one-sided test at about 7%,
-else the ``SVC``. The rank uses what a 0/1 count of right labels throws away (how far a
-wrong label is from the top), which with a few labels a class is what separates a real gain
-from the noise of which labels were drawn. Where some class has fewer than two labels, or all classes together fewer than
+They are compared on held-out labels (:func:`held_out_ranks`): on stratified folds of at
+most ``MAXIMUM_CHECKED_LABELS`` labels, each candidate trained on the other folds' labels
+scores every class for the held-out ones, and the rank of the true class among those scores
+(1 when the label is classified right) is noted for both. AGR is kept when the paired t
+statistic of the rank differences (:func:`rank_statistic`) passes
+:data:`MULTICLASS_THRESHOLD`, a one-sided test at about 7%, else the ``SVC``. The rank keeps
+what a count of right labels throws away (how far a wrong label is from the top); with a few
+labels a class, that is what separates a real gain from the noise of which labels were
+drawn. Where some class has fewer than two labels, or all classes together fewer than
 :data:`MINIMUM_MULTICLASS_LABELS`, nothing can be certified and the model is the ``SVC``;
-the history record says so (``too_few_labels``).
+the history records say so (``too_few_labels``).
 
 The history has one record per binary model of the kept candidate (``problem``: its index
-in ``binary_models_``), each with the check's outcome: ``kept`` (``"anchor_graph_labels"`` or
-``"supervised_fallback"``), ``held_out_statistic`` (the rank statistic),
+in ``binary_models_``), each with the check's outcome: ``kept`` (``"anchor_graph_labels"``
+or ``"supervised_fallback"``), ``held_out_statistic`` (the rank statistic),
 ``held_out_wins`` and ``held_out_losses`` (the held-out labels only AGR, respectively only
-the ``SVC``, classifies right),
-``too_few_labels``, and the model's mean hinge loss on its problem's labels as
-``labeled_loss``.
+the ``SVC``, classifies right), ``too_few_labels``, and the model's mean hinge loss on its
+problem's labels as ``labeled_loss``.
 """
 
 from __future__ import annotations
@@ -241,7 +241,9 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
     history : list of dict
     """
     labeled_weights = None if weights is None else weights.labeled
-    too_few = _too_few_labels(class_index, n_classes) or n_unlabeled < 2
+    # the folds on at most MAXIMUM_CHECKED_LABELS labels, stratified, as the SVC below
+    checked = supervised_subset(class_index, seed)
+    too_few = _too_few_labels(class_index[checked], n_classes) or n_unlabeled < 2
     wins = losses = 0
     statistic = 0.0
     graph = None
@@ -250,8 +252,9 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
             X_labeled, unlabeled_rows, n_unlabeled,
             MULTICLASS_ANCHORS if n_anchors is None else n_anchors, n_neighbors, seed,
             weights)
-        n_folds = int(min(MULTICLASS_FOLDS, np.bincount(class_index).min()))
-        folds = _stratified_folds(class_index, n_folds, seed)
+        n_folds = int(min(MULTICLASS_FOLDS, np.bincount(class_index[checked]).min()))
+        folds = [(checked[train], checked[held_out]) for train, held_out
+                 in _stratified_folds(class_index[checked], n_folds, seed)]
         graph_ranks, supervised_ranks = held_out_ranks(
             graph, X_labeled, class_index, n_classes, folds, C=C, gamma=gamma, kernel=kernel,
             labeled_weights=labeled_weights)
