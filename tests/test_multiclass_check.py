@@ -180,7 +180,7 @@ def _fit(X, y, per_class, **parameters):
 
 def _labeled_svc(X, y_semi, **parameters):
     labeled = y_semi != -1
-    return SVC(gamma="scale", break_ties=True, **parameters).fit(X[labeled], y_semi[labeled])
+    return SVC(gamma="scale", **parameters).fit(X[labeled], y_semi[labeled])
 
 
 def test_the_graph_is_kept_where_it_wins_on_held_out_labels():
@@ -205,6 +205,12 @@ def test_the_fallback_is_the_svc_on_the_labels(monkeypatch):
     np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
                                atol=1e-8)
     np.testing.assert_array_equal(model.predict(X), reference.predict(X))
+    # ties of votes go to the first class, as in libsvm, not to the larger confidence
+    votes = np.rint(reference.decision_function(X))
+    tied = np.sum(votes == votes.max(axis=1, keepdims=True), axis=1) > 1
+    assert tied.any()
+    np.testing.assert_array_equal(model.predict(X)[tied],
+                                  reference.classes_[np.argmax(votes[tied], axis=1)])
 
 
 def test_too_few_labels_say_so_and_give_the_svc():

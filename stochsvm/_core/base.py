@@ -340,12 +340,18 @@ class BaseClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         prediction_namespace(self, X, "predict")  # a device model needs X of its device
-        scores = self.decision_function(X)
+        scores = self._prediction_scores(self.decision_function(X))
         if namespace_of(scores) is not None:
             return predicted_labels(scores, self.classes_)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
+
+    def _prediction_scores(self, scores):
+        """The scores whose first largest entry is the predicted class: the decision values
+        (an estimator whose multiclass prediction is not the largest of them overrides
+        this)."""
+        return scores
 
     def _has_native_probabilities(self):
         """True when the model is itself a probability model (the log loss)."""

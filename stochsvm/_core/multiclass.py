@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["MULTICLASS_STRATEGIES", "ONE_VS_ONE", "ONE_VS_REST", "class_pairs",
-           "one_vs_one_scores", "problem_count"]
+           "one_vs_one_scores", "one_vs_one_votes", "problem_count"]
 
 ONE_VS_REST = "one_vs_rest"
 ONE_VS_ONE = "one_vs_one"
@@ -61,3 +61,11 @@ def one_vs_one_scores(pair_values, n_classes, namespace=np):
         add(sums, first, -value)
     return xp.stack([votes[k] + sums[k] / (3.0 * (xp.abs(sums[k]) + 1.0))
                      for k in range(n_classes)], axis=1)
+
+
+def one_vs_one_votes(scores, namespace=np):
+    """The votes of each class from its :func:`one_vs_one_scores` (the nearest integer: the
+    tie-breaking term is below 1/3), whose first largest entry is the class of
+    ``SVC().predict`` (libsvm's vote, a tie going to the first class). Computed in
+    ``namespace`` (NumPy by default)."""
+    return namespace.round(scores)

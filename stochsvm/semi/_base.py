@@ -112,6 +112,7 @@ from .._core.multiclass import (
     ONE_VS_REST,
     class_pairs,
     one_vs_one_scores,
+    one_vs_one_votes,
 )
 from .._core.state import BoolField, FloatField, LibraryField, ListField, StrField
 from .._core.validation import (
@@ -384,6 +385,14 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         ``random_state`` is the fit's ``random_state`` parameter (or a fixed generator);
         ``X_labeled`` and ``X_unlabeled`` are arrays of the fit's namespace."""
         return None
+
+    def _prediction_scores(self, scores):
+        """With one model a pair of classes, the votes of the classes (``SVC().predict``: the
+        most votes, a tie going to the first class); the decision values otherwise."""
+        if not self._one_vs_one():
+            return scores
+        namespace = namespace_of(scores)
+        return one_vs_one_votes(scores, np if namespace is None else namespace)
 
     def _one_vs_one(self):
         """True when the fitted binary models are one a pair of classes."""

@@ -7,8 +7,9 @@ The two candidates are multiclass by nature:
   and ``gamma``; ``"scale"`` resolved on the labeled samples, as that ``SVC`` does), with its
   one-vs-one multiclass (:func:`one_vs_one_models`): one binary model per pair of classes,
   combined into per-class scores as ``SVC(decision_function_shape="ovr")`` combines them
-  (:func:`~stochsvm._core.multiclass.one_vs_one_scores`), so ``predict`` is
-  ``SVC(break_ties=True).predict``;
+  (:func:`~stochsvm._core.multiclass.one_vs_one_scores`), so ``decision_function`` is that
+  ``SVC``'s and ``predict`` is ``SVC().predict`` (the most votes,
+  :func:`~stochsvm._core.multiclass.one_vs_one_votes`);
 * anchor graph regularization (AGR; Liu, He and Chang, ICML 2010) on every class at once:
   the soft labels of the ``m`` anchors of all classes from one :math:`m \times m` solve
   (:meth:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels.class_values`), stored as one

@@ -370,7 +370,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         those of the S3VM on all the labels in the shared pass; when the ``SVC`` on the labels
         is returned (the check lost, or too few labels for it), one more record with
         ``supervised_fallback=True``, ``iteration`` 0 and the ``SVC``'s mean hinge loss on the
-        labels as ``labeled_loss``.
+        labels as ``labeled_loss``. With three or more classes and the check, one record per
+        binary model with the multiclass check's outcome (``kept``, ``held_out_statistic``,
+        ``too_few_labels``: :mod:`stochsvm.semi.multiclass_check`).
     n_features_in_ : int
 
     Notes
@@ -381,9 +383,12 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     * With three or more classes the check weighs two models of all the classes at once:
       the ``SVC`` on the labels (one-vs-one, as a user fits it) and anchor graph
       regularization (:mod:`stochsvm.semi.multiclass_check`); ``multiclass_strategy_`` says
-      which form the model has and ``history_`` which candidate was kept. The graph wins
-      where the classes follow clusters of the inputs and labels are few (Fashion-MNIST
-      with 10 labels a class); with 100 labels a class the ``SVC`` is usually kept.
+      which form the model has and ``history_`` which candidate was kept. AGR is kept on a
+      paired test of the rank of the true class on held-out labels. The graph wins where
+      the classes follow clusters of the inputs and labels are few (Fashion-MNIST with 10
+      labels a class); with 100 labels a class the ``SVC`` is usually kept. Below 20 labels,
+      or with a class of one label, nothing is certified and the model is the ``SVC``
+      (``too_few_labels`` in ``history_``).
     * On two classes the S3VM, the manifold term and the anchor graph labels are each kept
       only where they beat the ``SVC`` on held-out labels by McNemar's test; below 50
       labels the model is the ``SVC``. The S3VM gains where a low-density gap separates the
