@@ -295,3 +295,29 @@ def test_fit_multiclass_records_one_entry_per_model():
     assert [record["problem"] for record in history] == list(range(len(models)))
     assert len({record["held_out_wins"] for record in history}) == 1
 
+
+
+@pytest.mark.parametrize("strategy", [ONE_VS_ONE, ONE_VS_REST])
+def test_array_api_input_gives_the_numpy_model(monkeypatch, strategy):
+    array_api_strict = pytest.importorskip("array_api_strict")
+    import sklearn
+
+    from stochsvm._core.array_api import to_numpy
+
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    X, y = _board(900, 4)
+    per_class = 10 if strategy == ONE_VS_REST else 4
+    reference, y_semi = _fit(X, y, per_class)
+    assert reference.multiclass_strategy_ == strategy
+    device = array_api_strict.Device("device1")
+    X_device = array_api_strict.asarray(X, device=device)
+    with sklearn.config_context(array_api_dispatch=True):
+        model = TSGS3VM(random_state=0).fit(
+            X_device, array_api_strict.asarray(y_semi, device=device))
+        values = model.decision_function(X_device)
+        predictions = model.predict(X_device)
+        objective = model.objective(X_device, y_semi)
+    assert model.multiclass_strategy_ == strategy
+    np.testing.assert_allclose(to_numpy(values), reference.decision_function(X), atol=1e-8)
+    np.testing.assert_array_equal(to_numpy(predictions), reference.predict(X))
+    assert objective == pytest.approx(reference.objective(X, y_semi), rel=1e-8)

@@ -484,7 +484,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
             [np.asarray(self._decision_binary(X, state), dtype=dtype)
              for state in self.binary_models_])
         if self._one_vs_one():
-            return one_vs_one_scores(scores, len(self.classes_))
+            return one_vs_one_scores(scores, int(self.classes_.shape[0]))
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
     def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state, weights=None):

@@ -148,7 +148,7 @@ def decision_function_in_namespace(estimator, X, namespace, device):
                for state in estimator.binary_models_]
     scores = xp.stack(columns, axis=1)
     if estimator._one_vs_one():
-        scores = one_vs_one_scores(scores, len(estimator.classes_), xp)
+        scores = one_vs_one_scores(scores, int(estimator.classes_.shape[0]), xp)
     if X.dtype == xp.float32 and _single_precision_model(estimator, xp):
         scores = xp.astype(scores, xp.float32)
     return scores[:, 0] if scores.shape[1] == 1 else scores

@@ -624,7 +624,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         """With three or more classes and the check on, all the classes at once: the ``SVC``
         on the labels (one-vs-one) or AGR, as :mod:`stochsvm.semi.multiclass_check` decides;
         ``None`` (one-vs-rest) otherwise."""
-        if len(self.classes_) < 3 or not self._checked(settings, X_unlabeled):
+        if int(self.classes_.shape[0]) < 3 or not self._checked(settings, X_unlabeled):
             return None
         seed = draw_seed(check_random_state(random_state))
         classes = to_numpy(self.classes_)
