@@ -197,6 +197,23 @@ def test_supervised_check_runs_on_the_gathered_labels(client):
     assert len(on_dask.history_) == len(in_memory.history_)
 
 
+@pytest.mark.parametrize("per_class, strategy", [(10, "one_vs_rest"), (4, "one_vs_one")])
+def test_multiclass_check_on_dask_is_the_in_memory_model(client, per_class, strategy):
+    """Three or more classes with the default check: the anchor graph of all classes (its
+    k-means sample and anchor weights read from the blocks) or the SVC on the labels."""
+    from .test_multiclass_check import _board
+
+    X, y = _board(1500, 4)
+    y_semi = _semi(y, per_class)
+    params = {"max_iter": 16, "gamma": 1.0, "safe_folds": 3}
+    in_memory = _estimator("TSGS3VM", **params).fit(X, y_semi)
+    on_dask = _estimator("TSGS3VM", **params).fit(*_on_dask(X, y_semi))
+    assert in_memory.multiclass_strategy_ == on_dask.multiclass_strategy_ == strategy
+    np.testing.assert_allclose(on_dask.decision_function(X), in_memory.decision_function(X),
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(on_dask.predict(X), in_memory.predict(X))
+
+
 @pytest.mark.parametrize("name", SEMI_TRAINERS)
 def test_all_unlabeled_and_one_class_are_refused_as_in_memory(client, name):
     X, y, y_semi = _moons(400, 5)
