@@ -344,9 +344,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         multiclass = self._fit_multiclass(settings, X_labeled, y_labeled, X_unlabeled, seed,
                                           weights)
         if multiclass is not None:
-            self.multiclass_strategy_, self.binary_models_, history = multiclass
-            self.history_ = self._flat_history([history])
-            self.n_iter_ = 0
+            self._keep_multiclass(multiclass)
         else:
             problems = self._signed_labels(y_labeled)
             random_state, seeds = problem_seeds(seed, len(problems))
@@ -385,6 +383,12 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         ``random_state`` is the fit's ``random_state`` parameter (or a fixed generator);
         ``X_labeled`` and ``X_unlabeled`` are arrays of the fit's namespace."""
         return None
+
+    def _keep_multiclass(self, multiclass):
+        """Store the model ``(strategy, binary models, history)`` of ``_fit_multiclass``."""
+        self.multiclass_strategy_, self.binary_models_, history = multiclass
+        self.history_ = self._flat_history([history])
+        self.n_iter_ = 0
 
     def _prediction_scores(self, scores):
         """With one model a pair of classes, the votes of the classes (``SVC().predict``: the

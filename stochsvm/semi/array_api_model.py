@@ -87,9 +87,7 @@ def fit_in_namespace(estimator, X, y, sample_weight, namespace):
     multiclass = estimator._fit_multiclass(settings, X_labeled, y_labeled, X_unlabeled,
                                            estimator.random_state, weights)
     if multiclass is not None:
-        estimator.multiclass_strategy_, estimator.binary_models_, history = multiclass
-        estimator.history_ = estimator._flat_history([history])
-        estimator.n_iter_ = 0
+        estimator._keep_multiclass(multiclass)
     else:
         problems = estimator._signed_labels(y_labeled)
         random_state, seeds = problem_seeds(estimator.random_state, len(problems))
