@@ -302,7 +302,12 @@ def figure(rows, path):
         axis.set_ylabel("test accuracy")
     for axis in axes.ravel()[len(datasets):]:
         axis.axis("off")
-    axes.ravel()[0].legend(fontsize=7)
+    # one legend of every method (SelfTraining is missing from the large sets' panels)
+    handles = {}
+    for axis in axes.ravel():
+        for handle, label in zip(*axis.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    fig.legend(list(handles.values()), list(handles), loc="lower right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
