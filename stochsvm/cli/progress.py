@@ -24,18 +24,10 @@ def iteration_total(estimator, y):
         n_unlabeled = int(np.sum(y == -1))
         n_labeled = int(y.shape[0]) - n_unlabeled
         if name in ("TSGS3VM", "FRS3VM") and parameters.get("max_iter") is None:
-            from ..semi.stochastic_schedule import ITERATIONS_PER_PASS, MINIMUM_ITERATIONS
-            batch = int(parameters["batch_size"])
-            if n_unlabeled:
-                unlabeled_batch = parameters.get("unlabeled_batch_size")
-                if unlabeled_batch is None:
-                    unlabeled_batch = max(batch, -(-n_unlabeled // ITERATIONS_PER_PASS))
-                unlabeled_batch = min(int(unlabeled_batch), n_unlabeled)
-                total = np.ceil(float(parameters["n_passes"]) * n_unlabeled / unlabeled_batch)
-            else:
-                total = np.ceil(float(parameters["n_passes"]) * n_labeled
-                                / min(batch, n_labeled))
-            return max(int(total), MINIMUM_ITERATIONS)
+            from ..semi.stochastic_schedule import schedule_iterations
+            return schedule_iterations(parameters["batch_size"],
+                                       parameters.get("unlabeled_batch_size"), None,
+                                       parameters["n_passes"], n_labeled, n_unlabeled)[2]
         if name == "BGS3VM":
             batch = int(parameters["batch_size"])
             if n_unlabeled and parameters.get("C_star", None) != 0:

@@ -28,6 +28,7 @@ __all__ = [
     "iteration_source",
     "resolve_labeled_steps",
     "resolve_stochastic_schedule",
+    "schedule_iterations",
 ]
 
 # Defaults of the iteration count T and the features per iteration m, chosen from measurements
@@ -85,6 +86,30 @@ def iteration_source(estimator, n_passes):
     return f"n_passes={n_passes!r}"
 
 
+def schedule_iterations(batch_size, unlabeled_batch_size, max_iter, n_passes, n_labeled,
+                        n_unlabeled):
+    """``(labeled_batch, unlabeled_batch, n_iterations)`` of a fit with these parameters on
+    ``n_labeled`` labeled and ``n_unlabeled`` unlabeled rows: ``max_iter`` iterations, or
+    ``n_passes`` passes over the unlabeled batches (over the labeled ones without unlabeled
+    rows), at least :data:`MINIMUM_ITERATIONS`; the unlabeled batch, when ``None``, spreads a
+    pass over at most :data:`ITERATIONS_PER_PASS` iterations."""
+    batch_size = int(batch_size)
+    labeled_batch = min(batch_size, n_labeled)
+    if unlabeled_batch_size is None:
+        unlabeled_batch = max(batch_size, math.ceil(n_unlabeled / ITERATIONS_PER_PASS))
+    else:
+        unlabeled_batch = int(unlabeled_batch_size)
+    unlabeled_batch = min(unlabeled_batch, n_unlabeled)
+    if max_iter is not None:
+        return labeled_batch, unlabeled_batch, int(max_iter)
+    passes = float(n_passes)
+    if n_unlabeled:
+        n_iterations = math.ceil(passes * n_unlabeled / unlabeled_batch)
+    else:
+        n_iterations = math.ceil(passes * n_labeled / labeled_batch)
+    return labeled_batch, unlabeled_batch, max(n_iterations, MINIMUM_ITERATIONS)
+
+
 def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, labeled_steps=1,
                                 memory=None):
     """Batch sizes, iteration count and step sizes shared by TSGS3VM and FRS3VM (called
@@ -106,27 +131,15 @@ def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, lab
     """
     # each parameter alone was checked by SCHEDULE_PARAMETER_CONSTRAINTS: only the rules
     # between them remain
-    batch_size = int(estimator.batch_size)
-    labeled_batch = min(batch_size, n_labeled)
-    if estimator.unlabeled_batch_size is None:
-        unlabeled_batch = max(batch_size, math.ceil(n_unlabeled / ITERATIONS_PER_PASS))
-    else:
-        unlabeled_batch = int(estimator.unlabeled_batch_size)
-    unlabeled_batch = min(unlabeled_batch, n_unlabeled)
     if estimator.max_iter is not None:
         default_passes = inspect.signature(type(estimator)).parameters["n_passes"].default
         if n_passes != default_passes:
             raise ValueError(
                 f"max_iter={estimator.max_iter!r} and n_passes={n_passes!r} both set the "
                 "number of iterations; give one of them (max_iter=None to count passes).")
-        n_iterations = int(estimator.max_iter)
-    else:
-        passes = float(n_passes)
-        if n_unlabeled:
-            n_iterations = math.ceil(passes * n_unlabeled / unlabeled_batch)
-        else:
-            n_iterations = math.ceil(passes * n_labeled / labeled_batch)
-        n_iterations = max(n_iterations, MINIMUM_ITERATIONS)
+    labeled_batch, unlabeled_batch, n_iterations = schedule_iterations(
+        estimator.batch_size, estimator.unlabeled_batch_size, estimator.max_iter, n_passes,
+        n_labeled, n_unlabeled)
     labeled_steps = resolve_labeled_steps(labeled_steps, estimator._C, n_labeled,
                                           n_iterations)
     step_size = estimator.step_size
