@@ -18,7 +18,6 @@ from stochsvm._core.multiclass import (
     one_vs_one_scores,
     problem_count,
 )
-from stochsvm.datasets import make_semi_supervised
 from stochsvm.semi import multiclass_check
 from stochsvm.semi.anchor_graph_labels import build_anchor_graph_labels
 from stochsvm.semi.multiclass_check import (
