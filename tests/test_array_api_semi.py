@@ -374,11 +374,9 @@ def test_shared_pass_on_the_device_is_the_numpy_shared_pass(case):
     the labels and on two subsets, against the NumPy pass with the same draws."""
     from stochsvm._core.losses import get_unlabeled_loss
     from stochsvm.semi._base import SampleWeights
-    from stochsvm.semi.array_api_operations import NamespaceRows
+    from stochsvm.semi.feature_operations import NamespaceRows
     from stochsvm.semi.manifold import build_manifold_graph
-    from stochsvm.semi.manifold_array_api import build_manifold_graph_in_namespace
     from stochsvm.semi.triply_stochastic import tsgs3vm_train_shared
-    from stochsvm.semi.triply_stochastic_array_api import tsgs3vm_train_shared_in_namespace
 
     X, y = _moons(n=300, n_labeled=40)
     labeled = np.flatnonzero(y != -1)
@@ -406,9 +404,9 @@ def test_shared_pass_on_the_device_is_the_numpy_shared_pass(case):
     X_device = _strict(X)
     X_labeled = array_api_strict.take(X_device, _strict(labeled), axis=0)
     rows = NamespaceRows(X_device, unlabeled, array_api_strict)
-    states, _, device_iter = tsgs3vm_train_shared_in_namespace(
-        X_labeled, y_signed, subsets, rows, np.random.RandomState(0),
-        graph=build_manifold_graph_in_namespace(X_labeled, rows, 20, 4, 3, array_api_strict),
+    states, _, device_iter = tsgs3vm_train_shared(
+        X_labeled, y_signed, subsets, rows, np.random.RandomState(0), cached=True,
+        graph=build_manifold_graph(X_labeled, rows, 20, 4, 3, array_api_strict),
         namespace=array_api_strict, **settings)
     assert device_iter == n_iter
     for state, reference in zip(states, expected):

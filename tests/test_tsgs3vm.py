@@ -10,7 +10,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from stochsvm._core.losses import get_unlabeled_loss
 from stochsvm.semi.frs3vm import FRS3VM
 from stochsvm._core.sampling import batch_schedule
-from stochsvm.semi.triply_stochastic import random_feature_scores, tsgs3vm_train
+from stochsvm.semi.feature_operations import FeatureBlocks, feature_scores
+from stochsvm.semi.triply_stochastic import tsgs3vm_train
 from stochsvm.semi.tsgs3vm import TSGS3VM
 from tests.reference_semi import random_feature_scores_reference, tsgs3vm_reference
 
@@ -70,7 +71,8 @@ def test_training_loop_matches_numpy_twin(loss, balance, ramp_up, labeled_batch,
                                    atol=1e-12)
         probe = rng.normal(size=(7, 3))
         np.testing.assert_allclose(
-            random_feature_scores(probe, state["coefficients"], n_iter, 3, 12345, 0.7, "rbf"),
+            feature_scores(probe, state["coefficients"], n_iter,
+                           FeatureBlocks(12345, 3, 3, 0.7, "rbf", np.float64)),
             random_feature_scores_reference(probe, alphas, 12345, 3, 0.7, "rbf"),
             rtol=1e-9, atol=1e-12)
 

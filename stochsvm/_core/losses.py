@@ -57,6 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import array_api_compat
 import numba
 import numpy as np
 
@@ -264,58 +265,74 @@ def differentiable_approximation_derivative(output, parameter):
 
 
 # --------------------------------------------------------------------------------------
-# NumPy vectorised forms (the references of the scalars above)
+# Vectorised forms (the references of the scalars above), in the array-API namespace of
+# their argument: NumPy arrays stay NumPy (the same ufuncs, the same bits), a device array
+# is computed on its device
 # --------------------------------------------------------------------------------------
-def _np_log_one_plus_exp(t):
-    return np.logaddexp(0.0, t)
+def _minus_one_below(condition, like, xp):
+    """-1 where ``condition`` holds, 0 elsewhere, in the type of ``like``."""
+    return xp.where(condition, xp.full_like(like, -1.0), xp.zeros_like(like))
 
 
-def _np_sigmoid(t):
-    return np.exp(-np.logaddexp(0.0, -t))
+def _log_one_plus_exp(t, xp):
+    return xp.logaddexp(0.0, t)
 
 
-def _np_ramp_one_sided(t, s):
-    return np.maximum(0.0, 1.0 - t) - np.maximum(0.0, s - t)
+def _sigmoid(t, xp):
+    return xp.exp(-xp.logaddexp(0.0, -t))
 
 
-def _np_ramp_one_sided_derivative(t, s):
-    return np.where((t > s) & (t < 1.0), -1.0, 0.0)
+def _ramp_one_sided(t, s, xp):
+    return xp.maximum(0.0, 1.0 - t) - xp.maximum(0.0, s - t)
 
 
-_NUMPY_FORMS = {
+def _ramp_one_sided_derivative(t, s, xp):
+    return _minus_one_below((t > s) & (t < 1.0), t, xp)
+
+
+_VECTORISED_FORMS = {
     "hinge": (
-        lambda m, p: np.maximum(0.0, 1.0 - m),
-        lambda m, p: np.where(m < 1.0, -1.0, 0.0),
+        lambda m, p, xp: xp.maximum(0.0, 1.0 - m),
+        lambda m, p, xp: _minus_one_below(m < 1.0, m, xp),
     ),
     "squared_hinge": (
-        lambda m, p: np.maximum(0.0, 1.0 - m) ** 2,
-        lambda m, p: -2.0 * np.maximum(0.0, 1.0 - m),
+        lambda m, p, xp: xp.maximum(0.0, 1.0 - m) ** 2,
+        lambda m, p, xp: -2.0 * xp.maximum(0.0, 1.0 - m),
     ),
     "smoothed_hinge": (
-        lambda m, p: _np_log_one_plus_exp(-p * (m - 1.0)) / p,
-        lambda m, p: -_np_sigmoid(-p * (m - 1.0)),
+        lambda m, p, xp: _log_one_plus_exp(-p * (m - 1.0), xp) / p,
+        lambda m, p, xp: -_sigmoid(-p * (m - 1.0), xp),
     ),
     "log_loss": (
-        lambda m, p: _np_log_one_plus_exp(-m),
-        lambda m, p: -_np_sigmoid(-m),
+        lambda m, p, xp: _log_one_plus_exp(-m, xp),
+        lambda m, p, xp: -_sigmoid(-m, xp),
     ),
     "symmetric_hinge": (
-        lambda r, p: np.maximum(0.0, 1.0 - np.abs(r)),
-        lambda r, p: np.where(np.abs(r) < 1.0, -np.sign(r), 0.0),
+        lambda r, p, xp: xp.maximum(0.0, 1.0 - xp.abs(r)),
+        lambda r, p, xp: xp.where(xp.abs(r) < 1.0, -xp.sign(r), xp.zeros_like(r)),
     ),
     "squared_symmetric_hinge": (
-        lambda r, p: 0.5 * np.maximum(0.0, 1.0 - np.abs(r)) ** 2,
-        lambda r, p: -np.sign(r) * np.maximum(0.0, 1.0 - np.abs(r)),
+        lambda r, p, xp: 0.5 * xp.maximum(0.0, 1.0 - xp.abs(r)) ** 2,
+        lambda r, p, xp: -xp.sign(r) * xp.maximum(0.0, 1.0 - xp.abs(r)),
     ),
     "ramp": (
-        lambda r, p: _np_ramp_one_sided(r, p) + _np_ramp_one_sided(-r, p),
-        lambda r, p: _np_ramp_one_sided_derivative(r, p) - _np_ramp_one_sided_derivative(-r, p),
+        lambda r, p, xp: _ramp_one_sided(r, p, xp) + _ramp_one_sided(-r, p, xp),
+        lambda r, p, xp: (_ramp_one_sided_derivative(r, p, xp)
+                          - _ramp_one_sided_derivative(-r, p, xp)),
     ),
     "differentiable_approximation": (
-        lambda r, p: np.exp(-p * r * r),
-        lambda r, p: -2.0 * p * r * np.exp(-p * r * r),
+        lambda r, p, xp: xp.exp(-p * r * r),
+        lambda r, p, xp: -2.0 * p * r * xp.exp(-p * r * r),
     ),
 }
+
+
+def _as_float64(x):
+    """``x`` in float64 and its namespace: NumPy for NumPy arrays, numbers and lists."""
+    if array_api_compat.is_array_api_obj(x) and not isinstance(x, np.ndarray):
+        xp = array_api_compat.array_namespace(x)
+        return xp.astype(x, xp.float64, copy=False), xp
+    return np.asarray(x, dtype=np.float64), np
 
 
 @dataclass(frozen=True)
@@ -348,14 +365,17 @@ class Loss:
     code: int = -1
 
     def value(self, x, parameter=None):
-        """Loss value, element-wise over an array of margins (or outputs)."""
+        """Loss value, element-wise over an array of margins (or outputs), in float64 and
+        in the array-API namespace of ``x`` (NumPy for numbers and lists)."""
         parameter = self.default_parameter if parameter is None else parameter
-        return _NUMPY_FORMS[self.name][0](np.asarray(x, dtype=np.float64), parameter)
+        x, xp = _as_float64(x)
+        return _VECTORISED_FORMS[self.name][0](x, parameter, xp)
 
     def derivative(self, x, parameter=None):
         """(Sub)derivative with respect to the argument, element-wise."""
         parameter = self.default_parameter if parameter is None else parameter
-        return _NUMPY_FORMS[self.name][1](np.asarray(x, dtype=np.float64), parameter)
+        x, xp = _as_float64(x)
+        return _VECTORISED_FORMS[self.name][1](x, parameter, xp)
 
     def __reduce__(self):
         # by name, as model files store a loss: a pickled copy (pickle, joblib) is the

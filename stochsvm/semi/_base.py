@@ -82,14 +82,13 @@ classes there is one problem, with ``classes_[1]`` as the positive class.
 A subclass with an array-API form (the class attribute ``_array_api_support = True``) is
 fitted on an array of another namespace (a CuPy array, a PyTorch tensor) under
 ``sklearn.config_context(array_api_dispatch=True)`` on its device
-(:mod:`stochsvm.semi.array_api_model`), and defines
-``_fit_binary_in_namespace(settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
-weights, namespace)`` (``_fit_binary`` with ``X_labeled`` an array of the namespace and
-``X_unlabeled`` a :class:`~stochsvm.semi.array_api_operations.NamespaceRows`; the state's
-arrays are arrays of the namespace), ``_decision_binary_in_namespace(X, state, namespace,
-device)`` and ``_squared_norm_binary_in_namespace(state, namespace, device)`` (for a state
-of host or device arrays), and may refuse the parameters it has no array-API form for in
-``_check_array_api_parameters``.
+(:mod:`stochsvm.semi.array_api_model`). Its three methods take the namespace as a last
+argument (``None``: NumPy): ``_fit_binary(..., weights, namespace)`` with ``X_labeled`` an
+array of the namespace and ``X_unlabeled`` a
+:class:`~stochsvm.semi.feature_operations.NamespaceRows` (the state's arrays are arrays of the
+namespace), ``_decision_binary(X, state, namespace)`` and ``_squared_norm_binary(state,
+namespace, device)`` (for a state of host or device arrays); it may refuse the parameters it
+has no array-API form for in ``_check_array_api_parameters``.
 """
 
 from __future__ import annotations
@@ -97,6 +96,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from numbers import Real
 
+import array_api_compat
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -197,12 +197,16 @@ def weight_total(weights, count):
 
 
 def weighted_mean(values, weights):
-    """The mean of ``values`` along its first axis, each row weighted by ``weights``;
-    ``values.mean(axis=0)`` when ``weights`` is None."""
-    values = np.asarray(values)
+    """The mean of ``values`` along its first axis, each row weighted by ``weights``
+    (``None``: equal weights), in the array-API namespace of ``values`` (NumPy for numbers
+    and lists)."""
+    if array_api_compat.is_array_api_obj(values) and not isinstance(values, np.ndarray):
+        xp = array_api_compat.array_namespace(values)
+    else:
+        xp, values = np, np.asarray(values)
     if weights is None:
-        return values.mean(axis=0)
-    return np.tensordot(weights, values, axes=(0, 0)) / np.sum(weights)
+        return xp.mean(values, axis=0)
+    return xp.tensordot(weights, values, axes=((0,), (0,))) / xp.sum(weights)
 
 
 class RowSubset:

@@ -13,17 +13,17 @@ device of their input (CuPy, PyTorch, ...), under
   ``gamma="scale"`` is computed on the device;
 * the labeled rows are gathered on the device once; the unlabeled rows stay in ``X`` and each
   batch is gathered when it is drawn
-  (:class:`~stochsvm.semi.array_api_operations.NamespaceRows`);
+  (:class:`~stochsvm.semi.feature_operations.NamespaceRows`);
 * the binary problems run one after the other on the device (``n_jobs`` runs NumPy fits in
   processes; one device serves one problem at a time), each by the estimator's
-  ``_fit_binary_in_namespace``;
+  ``_fit_binary`` with the namespace;
 * the fitted arrays (the arrays of ``binary_models_``, ``classes_`` and the probability
   model) are arrays of the namespace on the device of ``X``, float32 for float32 ``X`` (as
   the NumPy path keeps float32); class labels that are strings stay a NumPy array.
 
 :func:`decision_function_in_namespace` and :func:`objective_in_namespace` evaluate a model
 fitted on the device, or on NumPy (whose arrays then move to the device of ``X``), with the
-estimator's ``_decision_binary_in_namespace``.
+estimator's ``_decision_binary`` with the namespace.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from .._core.validation import (
     split_semi_supervised_labels,
     validate_data_in_namespace,
 )
-from .array_api_operations import NamespaceRows
+from .feature_operations import NamespaceRows
 
 __all__ = ["decision_function_in_namespace", "fit_in_namespace", "objective_in_namespace"]
 
@@ -91,7 +91,7 @@ def fit_in_namespace(estimator, X, y, sample_weight, namespace):
     else:
         problems = estimator._signed_labels(y_labeled)
         random_state, seeds = problem_seeds(estimator.random_state, len(problems))
-        results = [estimator._fit_binary_in_namespace(
+        results = [estimator._fit_binary(
             settings, X_labeled, y_signed, X_unlabeled,
             random_state if problem_seed is None else np.random.RandomState(problem_seed),
             index, weights, xp)
@@ -142,7 +142,7 @@ def decision_function_in_namespace(estimator, X, namespace, device):
     float64 otherwise (as on the NumPy path)."""
     xp = namespace
     X = validate_data_in_namespace(estimator, X, xp, reset=False)
-    columns = [estimator._decision_binary_in_namespace(X, state, xp, device)
+    columns = [estimator._decision_binary(X, state, xp)
                for state in estimator.binary_models_]
     scores = xp.stack(columns, axis=1)
     if estimator._one_vs_one():
@@ -181,8 +181,8 @@ def objective_in_namespace(estimator, X, y, sample_weight, namespace, device):
     labeled_positions = np.flatnonzero(labeled_mask)
     for (rows, y_signed), state in zip(estimator._problems(y_labeled),
                                        estimator.binary_models_):
-        outputs = to_numpy(estimator._decision_binary_in_namespace(X, state, xp, device))
-        value = 0.5 * float(estimator._squared_norm_binary_in_namespace(state, xp, device))
+        outputs = to_numpy(estimator._decision_binary(X, state, xp))
+        value = 0.5 * float(estimator._squared_norm_binary(state, xp, device))
         if rows.any():
             losses = hinge.value(y_signed * outputs[labeled_positions[rows]])
             if labeled_weights is not None:

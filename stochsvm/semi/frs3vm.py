@@ -13,6 +13,12 @@ by mini-batch steps :math:`w \leftarrow (1 - \gamma) w - \gamma \big(\frac{C n_l
 \sum_{B_l} l'(f(x), y) z(x) + \frac{C^* n_u}{|B_u|} \sum_{B_u} u'(f(x)) z(x)\big)`, the same
 step as TSGS3VM's eq. (7) but without new features per iteration. Batches, step sizes,
 balancing constraint and annealing are those of :class:`stochsvm.semi.tsgs3vm.TSGS3VM`.
+
+The same code trains on NumPy, CSR and device arrays (the namespace of ``X``, under
+``sklearn.config_context(array_api_dispatch=True)``): the frequencies and the batches are drawn
+on the host from the same seeds, the frequencies moved once; features, outputs, intercept,
+derivatives and gradient products are computed where the data are
+(:mod:`stochsvm.semi.feature_operations`).
 """
 
 from __future__ import annotations
@@ -21,27 +27,34 @@ from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
-from array_api_compat import device as array_device
 from sklearn.utils._param_validation import Interval
 
-from .._core.array_api import to_namespace
+from .._core.array_api import host_floats, to_namespace
 from .._core.kernels import resolve_kernel_dtype
 from .._core.losses import MARGIN_LOSSES
 from .._core.monitor import TrainingMonitor
-from .._core.random_features import draw_seed, feature_block, transform_block
+from .._core.random_features import draw_seed
 from .._core.sampling import batch_schedule
 from .._core.state import ArrayField, DictField, FloatField, IntField, StrField
 from ._base import BaseSemiSupervisedClassifier, weighted_mean
-from .frs3vm_array_api import (
-    decision_binary_in_namespace,
-    frs3vm_train_in_namespace,
-    squared_norm_binary_in_namespace,
+from .feature_operations import (
+    as_type,
+    device_of,
+    feature_block_on,
+    host_namespace,
+    is_host,
+    namespace_dtype,
+    on_device,
+    take,
+    transform,
 )
 from .stochastic_schedule import SCHEDULE_PARAMETER_CONSTRAINTS, resolve_stochastic_schedule
 
 __all__ = ["FRS3VM", "FRS3VMSettings", "frs3vm_train"]
 
 _ROWS_PER_CHUNK = 2048
+#: unlabeled rows whose outputs set the final balancing intercept
+PROBE_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -91,36 +104,44 @@ class FRS3VMSettings:
     record_every: int
 
 
-def _linear_scores(X, coef, omega, offset, dtype):
+def _linear_scores(X, coef, omega, offset, dtype, namespace=None):
     """``z(X) w`` in chunks of rows, computed in ``dtype``, returned in float64."""
-    scores = np.empty(X.shape[0])
+    xp = host_namespace if is_host(namespace) else namespace
+    work = namespace_dtype(xp, dtype)
+    omega, offset, coef = (xp.astype(values, work, copy=False)
+                           for values in (omega, offset, coef))
+    pieces = []
     for start in range(0, X.shape[0], _ROWS_PER_CHUNK):
-        rows = slice(start, min(X.shape[0], start + _ROWS_PER_CHUNK))
-        features = transform_block(X[rows].astype(dtype, copy=False),
-                                   omega.astype(dtype, copy=False),
-                                   offset.astype(dtype, copy=False))
-        scores[rows] = features @ coef.astype(dtype)
-    return scores
+        rows = as_type(X[start:min(X.shape[0], start + _ROWS_PER_CHUNK), ...], dtype,
+                       namespace)
+        pieces.append(xp.astype(transform(rows, omega, offset, namespace) @ coef, xp.float64))
+    if not pieces:
+        return xp.zeros(0, dtype=xp.float64, device=device_of(X))
+    return pieces[0] if len(pieces) == 1 else xp.concat(pieces)
 
 
 def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_star,
                  unlabeled_loss, unlabeled_parameter, labeled_batch, unlabeled_batch,
                  n_iterations, step, dtype=np.float64, balance=True, ramp_up=0.0, monitor=None,
-                 record_every=8, weights=None):
+                 record_every=8, weights=None, namespace=None):
     """Mini-batch SGD on fixed random features (one binary problem).
 
     ``weights`` (a :class:`~stochsvm.semi._base.SampleWeights`, or ``None``) multiplies each
     sampled term of the gradient by its sample's weight (an unbiased estimate of the weighted
     objective's gradient, the batches being uniform); the balancing constraint equates the
-    weighted means.
+    weighted means. ``namespace`` is that of the rows, ``omega`` and ``offset`` (``None``:
+    NumPy or CSR).
 
-    Returns ``(coef, intercept, history, n_iter)``.
+    Returns ``(coef, intercept, history, n_iter)``, ``coef`` an array of the namespace.
     Twin: :func:`tests.reference_semi.frs3vm_reference`.
     """
+    xp = host_namespace if is_host(namespace) else namespace
+    device = device_of(X_labeled)
+    work = namespace_dtype(xp, dtype)
     labeled_sw = None if weights is None else weights.labeled
     unlabeled_sw = None if weights is None else weights.unlabeled
     n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
-    coef = np.zeros(omega.shape[1])
+    coef = xp.zeros(omega.shape[1], dtype=xp.float64, device=device)
     labeled_weight = C * n_labeled / labeled_batch if labeled_batch else 0.0
     unlabeled_weight = C_star * n_unlabeled / unlabeled_batch if unlabeled_batch else 0.0
     hinge = MARGIN_LOSSES["hinge"]
@@ -137,53 +158,58 @@ def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_s
     schedule = batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch,
                               n_iterations)
     for iteration, (labeled_indices, unlabeled_indices) in enumerate(schedule):
-        labeled_features = transform_block(
-            X_labeled[labeled_indices].astype(dtype, copy=False), omega, offset)
-        unlabeled_features = transform_block(
-            X_unlabeled[unlabeled_indices].astype(dtype, copy=False), omega, offset)
-        coef_typed = coef.astype(dtype)
-        labeled_outputs = (labeled_features @ coef_typed).astype(np.float64)
-        unlabeled_outputs = (unlabeled_features @ coef_typed).astype(np.float64)
-        batch_unlabeled_sw = (None if unlabeled_sw is None
-                              else unlabeled_sw[unlabeled_indices])
+        labeled_features = transform(
+            as_type(take(X_labeled, labeled_indices), dtype, namespace), omega, offset,
+            namespace)
+        unlabeled_features = transform(
+            as_type(X_unlabeled[unlabeled_indices], dtype, namespace), omega, offset, namespace)
+        coef_typed = xp.astype(coef, work)
+        labeled_outputs = xp.astype(labeled_features @ coef_typed, xp.float64)
+        unlabeled_outputs = xp.astype(unlabeled_features @ coef_typed, xp.float64)
+        batch_unlabeled_weights = (None if unlabeled_sw is None else on_device(
+            unlabeled_sw[unlabeled_indices], namespace, device))
         if use_balance:
             # balancing constraint: mean f on the unlabeled batch = mean labeled label
-            intercept = target - float(weighted_mean(unlabeled_outputs, batch_unlabeled_sw))
-            labeled_outputs += intercept
-            unlabeled_outputs += intercept
-        signs = y_signed[labeled_indices]
-        factors = signs if labeled_sw is None else signs * labeled_sw[labeled_indices]
+            intercept = target - weighted_mean(unlabeled_outputs, batch_unlabeled_weights)
+            labeled_outputs = labeled_outputs + intercept
+            unlabeled_outputs = unlabeled_outputs + intercept
+        signs_host = y_signed[labeled_indices]
+        signs = on_device(signs_host, namespace, device)
+        factors = signs if labeled_sw is None else on_device(
+            signs_host * labeled_sw[labeled_indices], namespace, device)
+        # eq. (4): l'(f(x), y) and u'(f(x)), the unlabeled weight annealed
         labeled_weights = labeled_weight * hinge.derivative(signs * labeled_outputs) * factors
         ramp = min(1.0, (iteration + 1) / (ramp_up * n_iterations)) if ramp_up > 0 else 1.0
         unlabeled_weights = ramp * unlabeled_weight * unlabeled_loss.derivative(
             unlabeled_outputs, unlabeled_parameter)
-        if batch_unlabeled_sw is not None:
-            unlabeled_weights = unlabeled_weights * batch_unlabeled_sw
-        gradient = (labeled_features.T @ labeled_weights.astype(dtype)
-                    + unlabeled_features.T @ unlabeled_weights.astype(dtype))
-        step = float(steps[iteration])
-        coef *= 1.0 - step
-        coef -= step * gradient
+        if batch_unlabeled_weights is not None:
+            unlabeled_weights = unlabeled_weights * batch_unlabeled_weights
+        gradient = (labeled_features.T @ xp.astype(labeled_weights, work)
+                    + unlabeled_features.T @ xp.astype(unlabeled_weights, work))
+        # eq. (7) on the fixed features: w <- (1 - gamma) w - gamma xi
+        step_size = float(steps[iteration])
+        coef = coef * (1.0 - step_size) - step_size * gradient
         n_done = iteration + 1
         samples_seen += len(labeled_indices) + len(unlabeled_indices)
-        labeled_losses.append(float(hinge.value(signs * labeled_outputs).mean()))
+        labeled_losses.append(xp.mean(hinge.value(signs * labeled_outputs)))
         if len(unlabeled_indices):
-            unlabeled_losses.append(float(unlabeled_loss.value(
-                unlabeled_outputs, unlabeled_parameter).mean()))
+            unlabeled_losses.append(xp.mean(unlabeled_loss.value(unlabeled_outputs,
+                                                                 unlabeled_parameter)))
         if monitor is not None and (n_done % record_every == 0 or n_done == n_iterations):
+            values = host_floats(xp, *labeled_losses, *unlabeled_losses)
+            unlabeled = values[len(labeled_losses):]
             record = {"iteration": n_done, "samples_seen": samples_seen,
-                      "labeled_loss": float(np.mean(labeled_losses)),
-                      "unlabeled_loss": float(np.mean(unlabeled_losses))
-                      if unlabeled_losses else 0.0}
+                      "labeled_loss": float(np.mean(values[:len(labeled_losses)])),
+                      "unlabeled_loss": float(np.mean(unlabeled)) if unlabeled else 0.0}
             labeled_losses, unlabeled_losses = [], []
             if monitor.record(record):
                 break
     if use_balance:
-        probe = rng.choice(n_unlabeled, min(n_unlabeled, 4096), replace=False)
+        probe = rng.choice(n_unlabeled, min(n_unlabeled, PROBE_ROWS), replace=False)
         probe.sort()
-        intercept = target - float(weighted_mean(
-            _linear_scores(X_unlabeled[probe], coef, omega, offset, dtype),
-            None if unlabeled_sw is None else unlabeled_sw[probe]))
+        intercept = target - weighted_mean(
+            _linear_scores(X_unlabeled[probe], coef, omega, offset, dtype, namespace),
+            None if unlabeled_sw is None else on_device(unlabeled_sw[probe], namespace, device))
     history = monitor.history if monitor is not None else []
     return coef, float(intercept), history, n_done
 
@@ -244,7 +270,7 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     baseline by cross-validation with :class:`~stochsvm.semi.model_selection.LabeledKFold`.
 
     On a GPU: inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy array or a
-    PyTorch tensor is trained on its device (:mod:`stochsvm.semi.frs3vm_array_api`), with the
+    PyTorch tensor is trained on its device (:func:`frs3vm_train`), with the
     NumPy model's draws: the same model to rounding.
     """
 
@@ -258,7 +284,7 @@ class FRS3VM(BaseSemiSupervisedClassifier):
     # (stochsvm.distributed.semi)
     _distributed_training = "triply_stochastic"
     # under sklearn.config_context(array_api_dispatch=True) an array of another namespace
-    # (CuPy, PyTorch) is trained on its device (stochsvm.semi.frs3vm_array_api)
+    # (CuPy, PyTorch) is trained on its device (frs3vm_train)
     _array_api_support = True
 
     _binary_model_field = DictField({
@@ -333,18 +359,14 @@ class FRS3VM(BaseSemiSupervisedClassifier):
             record_every=int(self.record_every))
 
     def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
-                    weights=None):
+                    weights=None, namespace=None):
+        """``(state, history, n_iter)`` of :func:`frs3vm_train` on the block of a seed drawn
+        from ``rng`` (drawn on the host, moved to the device of ``X_labeled``)."""
         seed = draw_seed(rng)
-        omega, offset = feature_block(seed, 0, X_labeled.shape[1], settings.n_components,
-                                      self._gamma, settings.kernel, settings.dtype)
-        return self._trained_state(frs3vm_train, settings, X_labeled, y_signed, X_unlabeled,
-                                   rng, seed, omega, offset, problem_index, weights)
-
-    def _trained_state(self, train, settings, X_labeled, y_signed, X_unlabeled, rng, seed,
-                       omega, offset, problem_index, weights, **options):
-        """``(state, history, n_iter)`` of ``train`` (:func:`frs3vm_train` or its array-API
-        form) on the block ``(omega, offset)`` of ``seed``."""
-        coef, intercept, history, n_iter = train(
+        omega, offset = feature_block_on(seed, 0, X_labeled.shape[1], settings.n_components,
+                                         self._gamma, settings.kernel, settings.dtype,
+                                         namespace, device_of(X_labeled))
+        coef, intercept, history, n_iter = frs3vm_train(
             X_labeled, y_signed, X_unlabeled, rng, omega=omega, offset=offset, C=self._C,
             C_star=self._C_star, unlabeled_loss=self._unlabeled_loss,
             unlabeled_parameter=self._unlabeled_parameter,
@@ -353,34 +375,21 @@ class FRS3VM(BaseSemiSupervisedClassifier):
             balance=self._balance, ramp_up=settings.ramp_up,
             monitor=TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                     label=f"FRS3VM[{problem_index}] "),
-            record_every=settings.record_every, weights=weights, **options)
+            record_every=settings.record_every, weights=weights, namespace=namespace)
         state = {"coef": coef, "intercept": intercept, "seed": int(seed), "omega": omega,
                  "offset": offset, "dtype": settings.dtype.name}
         return state, history, n_iter
 
-    def _fit_binary_in_namespace(self, settings, X_labeled, y_signed, X_unlabeled, rng,
-                                 problem_index, weights, namespace):
-        """``_fit_binary`` on the device of ``X_labeled`` (:mod:`stochsvm.semi.
-        frs3vm_array_api`): the frequencies drawn on the host, as there, then moved."""
-        device = array_device(X_labeled)
-        seed = draw_seed(rng)
-        omega, offset = (to_namespace(values, namespace, device) for values in feature_block(
-            seed, 0, X_labeled.shape[1], settings.n_components, self._gamma, settings.kernel,
-            settings.dtype))
-        return self._trained_state(frs3vm_train_in_namespace, settings, X_labeled, y_signed,
-                                   X_unlabeled, rng, seed, omega, offset, problem_index,
-                                   weights, namespace=namespace)
-
-    def _decision_binary_in_namespace(self, X, state, namespace, device):
-        return decision_binary_in_namespace(X, state, namespace, device)
-
-    def _squared_norm_binary_in_namespace(self, state, namespace, device):
-        return squared_norm_binary_in_namespace(state, namespace, device)
-
-    def _decision_binary(self, X, state):
+    def _decision_binary(self, X, state, namespace=None):
         # float64 at prediction, so that a sample's score does not depend on its row position
-        return _linear_scores(X, state["coef"], state["omega"], state["offset"],
-                              np.float64) + float(state["intercept"])
+        coef, omega, offset = (
+            state[key] if is_host(namespace) else to_namespace(state[key], namespace,
+                                                               device_of(X))
+            for key in ("coef", "omega", "offset"))
+        return _linear_scores(X, coef, omega, offset, np.float64, namespace) \
+            + float(state["intercept"])
 
-    def _squared_norm_binary(self, state):
-        return float(state["coef"] @ state["coef"])
+    def _squared_norm_binary(self, state, namespace=None, device="cpu"):
+        coef = state["coef"] if is_host(namespace) else to_namespace(state["coef"], namespace,
+                                                                     device)
+        return float(coef @ coef)

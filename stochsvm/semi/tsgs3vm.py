@@ -55,12 +55,18 @@ from ._base import BaseSemiSupervisedClassifier, weight_total
 from .anchor_graph_labels import (
     ANCHOR_MODEL_FIELDS,
     anchor_graph_candidate,
-    anchor_graph_scores,
     anchor_model_disagrees,
     check_counts,
     kept_model,
 )
-from .array_api_operations import NamespaceRows
+from .binary_models import (
+    ANCHOR_KEYS,
+    SUPERVISED_KEYS,
+    binary_decision,
+    binary_squared_norm,
+    placed,
+)
+from .feature_operations import device_of, take
 from .manifold import build_manifold_graph, labeled_share, resolve_anchor_count
 from .multiclass_check import fit_multiclass
 from .safe_selection import (
@@ -68,7 +74,6 @@ from .safe_selection import (
     candidate_terms,
     check_folds,
     count_held_out,
-    kernel_matrix,
     supervised_state,
     supervised_subset,
     too_few_labels,
@@ -78,12 +83,7 @@ from .stochastic_schedule import (
     SCHEDULE_PARAMETER_CONSTRAINTS,
     resolve_stochastic_schedule,
 )
-from .triply_stochastic import random_feature_scores, tsgs3vm_train, tsgs3vm_train_shared
-from .tsgs3vm_array_api import (
-    decision_binary_in_namespace,
-    fit_binary_in_namespace,
-    squared_norm_binary_in_namespace,
-)
+from .triply_stochastic import tsgs3vm_train, tsgs3vm_train_shared
 
 __all__ = ["TSGS3VM", "TSGS3VMSettings"]
 
@@ -402,7 +402,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     with a model of ``T m`` numbers, where exact S3VMs stop at a few thousand samples.
 
     On a GPU: inside ``sklearn.config_context(array_api_dispatch=True)`` a CuPy array or a
-    PyTorch tensor is trained on its device (:mod:`stochsvm.semi.tsgs3vm_array_api`; the
+    PyTorch tensor is trained on its device (:mod:`stochsvm.semi.triply_stochastic`; the
     check's ``SVC`` models train on the host, the fallback predicts on the device), with the
     NumPy model's draws: the same model to rounding. ``feature_cache="regenerate"`` has no
     array-API form there (a ``TypeError`` says so).
@@ -418,7 +418,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     # (stochsvm.distributed.semi)
     _distributed_training = "triply_stochastic"
     # under sklearn.config_context(array_api_dispatch=True) an array of another namespace
-    # (CuPy, PyTorch) is trained on its device (stochsvm.semi.tsgs3vm_array_api)
+    # (CuPy, PyTorch) is trained on its device (stochsvm.semi.triply_stochastic)
     _array_api_support = True
 
     _binary_model_field = DictField({
@@ -560,27 +560,16 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                 "blocks are kept there (d T m numbers). Use feature_cache='cached', or pass X "
                 "as a NumPy array to keep the model at T m coefficients and one seed.")
 
-    def _fit_binary_in_namespace(self, settings, X_labeled, y_signed, X_unlabeled, rng,
-                                 problem_index, weights, namespace):
-        return fit_binary_in_namespace(self, settings, X_labeled, y_signed, X_unlabeled, rng,
-                                       problem_index, weights, namespace)
-
-    def _decision_binary_in_namespace(self, X, state, namespace, device):
-        return decision_binary_in_namespace(X, state, namespace, device)
-
-    def _squared_norm_binary_in_namespace(self, state, namespace, device):
-        return squared_norm_binary_in_namespace(state, namespace, device)
-
-    def _graph(self, settings, X_labeled, X_unlabeled, seed):
+    def _graph(self, settings, X_labeled, X_unlabeled, seed, namespace=None):
         """The anchor graph of the manifold term (:mod:`stochsvm.semi.manifold`), or ``None``
         where the term is off; its k-means is seeded from the problem's ``seed``."""
         if settings.manifold_weight <= 0 or X_unlabeled.shape[0] == 0:
             return None
         return build_manifold_graph(X_labeled, X_unlabeled, settings.n_anchors,
-                                    settings.n_neighbors, seed % 2 ** 32)
+                                    settings.n_neighbors, seed % 2 ** 32, namespace)
 
     def _train(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
-               weights=None):
+               weights=None, namespace=None):
         # a fold of the labeled samples keeps the schedule resolved for all of them
         n_labeled = X_labeled.shape[0]
         return tsgs3vm_train(
@@ -595,7 +584,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             record_every=settings.record_every, weights=weights,
             manifold_weight=self._manifold_share(settings, weights, n_labeled,
                                                  X_unlabeled.shape[0]),
-            graph=self._graph(settings, X_labeled, X_unlabeled, seed))
+            graph=self._graph(settings, X_labeled, X_unlabeled, seed, namespace),
+            namespace=namespace)
 
     @staticmethod
     def _manifold_share(settings, weights, n_labeled, n_unlabeled):
@@ -604,7 +594,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         return labeled_share(settings.manifold_weight, weights, n_labeled, n_unlabeled)
 
     def _fit_binary(self, settings, X_labeled, y_signed, X_unlabeled, rng, problem_index,
-                    weights=None):
+                    weights=None, namespace=None):
         seed = draw_seed(rng)
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"TSGS3VM[{problem_index}] ")
@@ -612,12 +602,12 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             if too_few_labels(y_signed, settings.safe_folds):
                 # too few labels for the check to tell a gain from noise: the SVC
                 return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor,
-                                                 weights)
+                                                 weights, namespace)
             return self._fit_checked(settings, X_labeled, y_signed, X_unlabeled, rng, seed,
                                      monitor, check_folds(y_signed, settings.safe_folds, rng),
-                                     weights)
+                                     weights, namespace)
         return self._train(settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
-                           weights)
+                           weights, namespace)
 
     def _fit_multiclass(self, settings, X_labeled, y_labeled, X_unlabeled, random_state,
                         weights=None):
@@ -628,8 +618,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             return None
         seed = draw_seed(check_random_state(random_state))
         classes = to_numpy(self.classes_)
-        rows = ((lambda positions: to_numpy(X_unlabeled.take(positions)))
-                if isinstance(X_unlabeled, NamespaceRows) else X_unlabeled.__getitem__)
+        def rows(positions):
+            return to_numpy(X_unlabeled[positions])
+
         template = {"seed": int(seed), "block_size": int(settings.block_size),
                     "gamma": float(self._gamma), "kernel": str(settings.kernel),
                     "dtype": np.dtype(settings.dtype).name}
@@ -642,7 +633,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                                     label="TSGS3VM "), weights=weights)
 
     def _fit_checked(self, settings, X_labeled, y_signed, X_unlabeled, rng, seed, monitor,
-                     folds, weights=None):
+                     folds, weights=None, namespace=None):
         r"""The best candidate on all the labels that passes the supervised check, else the
         exact ``SVC`` on the labels (:func:`~stochsvm.semi.safe_selection.supervised_state`).
 
@@ -657,7 +648,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         (:func:`~stochsvm.semi.safe_selection.unlabeled_term_passes`), and of the candidates
         that pass, the one with the largest McNemar statistic is kept.
         ``settings`` is the fit's :class:`TSGS3VMSettings`, ``weights`` the fit's
-        :class:`~stochsvm.semi._base.SampleWeights` or ``None``.
+        :class:`~stochsvm.semi._base.SampleWeights` or ``None``. On a device (``namespace``)
+        the candidates train and classify there; the ``SVC`` models and AGR are fitted on
+        the host, on the labeled rows moved there once.
         """
         labeled_sw = None if weights is None else weights.labeled
         candidates, subsets, model_C_star, model_graph_weights = self._check_models(
@@ -674,15 +667,21 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             labeled_steps=settings.labeled_steps, monitor=monitor,
             record_every=settings.record_every, weights=weights,
             manifold_weight=model_graph_weights,
-            graph=self._graph(settings, X_labeled, X_unlabeled, seed))
+            graph=self._graph(settings, X_labeled, X_unlabeled, seed, namespace),
+            namespace=namespace)
+        X_labeled_host = to_numpy(X_labeled)
+
+        def unlabeled_rows(positions):
+            return to_numpy(X_unlabeled[positions])
+
         # AGR, the last candidate (a tie goes to a trained one), where the graph term is on
-        graph_labels = anchor_graph_candidate(settings, X_labeled, X_unlabeled.__getitem__,
+        graph_labels = anchor_graph_candidate(settings, X_labeled_host, unlabeled_rows,
                                               X_unlabeled.shape[0], seed, weights)
-        wins, losses, correct = check_counts(len(candidates), graph_labels, X_labeled,
+        wins, losses, correct = check_counts(len(candidates), graph_labels, X_labeled_host,
                                              y_signed, seed, settings.kernel, labeled_sw)
         for fold, (train, held_out) in enumerate(folds):
             train = train[supervised_subset(y_signed[train], seed)]
-            supervised = supervised_state(X_labeled[train], y_signed[train], C=self._C,
+            supervised = supervised_state(X_labeled_host[train], y_signed[train], C=self._C,
                                           gamma=settings.supervised_gamma,
                                           kernel=settings.kernel, seed=seed,
                                           block_size=settings.block_size,
@@ -691,21 +690,24 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                                           else labeled_sw[train])
             truth = y_signed[held_out]
             supervised_right = np.where(
-                self._decision_binary(X_labeled[held_out], supervised) > 0, 1.0, -1.0) == truth
+                binary_decision(X_labeled_host[held_out], supervised) > 0, 1.0, -1.0) == truth
+            held_out_rows = take(X_labeled, held_out)
             for candidate in range(len(candidates)):
                 state = states[candidate * len(subsets) + 1 + fold]
-                semi_right = np.where(self._decision_binary(X_labeled[held_out], state) > 0,
-                                      1.0, -1.0) == truth
+                values = to_numpy(binary_decision(held_out_rows, state, namespace))
+                semi_right = np.where(values > 0, 1.0, -1.0) == truth
                 count_held_out(wins, losses, candidate, semi_right, supervised_right, correct)
         offered = len(candidates) + (graph_labels is not None)
         best = best_candidate(wins[:offered], losses[:offered], correct[:offered],
                               graph_labels is not None)
         if best == len(candidates):
-            return kept_model(graph_labels, y_signed, labeled_sw, settings, seed, self._gamma,
-                              monitor)
+            state, history, n_iter = kept_model(graph_labels, y_signed, labeled_sw, settings,
+                                                seed, self._gamma, monitor)
+            return placed(state, ANCHOR_KEYS, namespace, device_of(X_labeled)), history, n_iter
         if best is not None:
             return states[best * len(subsets)], history, n_iter
-        return self._supervised_fallback(settings, X_labeled, y_signed, seed, monitor, weights)
+        return self._supervised_fallback(settings, X_labeled_host, y_signed, seed, monitor,
+                                         weights, namespace, device_of(X_labeled))
 
     def _check_models(self, settings, y_signed, n_unlabeled, folds, weights=None):
         """The models of the check's shared pass: ``(candidates, subsets, C_star,
@@ -733,56 +735,36 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
                 for subset in subsets]
         return candidates, subsets, model_C_star, model_graph_weights
 
-    def _supervised_fallback(self, settings, X_labeled, y_signed, seed, monitor, weights=None):
+    def _supervised_fallback(self, settings, X_labeled, y_signed, seed, monitor, weights=None,
+                             namespace=None, device=None):
         """The exact ``SVC`` on the labels (:func:`~stochsvm.semi.safe_selection.supervised_state`; on at most
         :data:`~stochsvm.semi.safe_selection.MAXIMUM_CHECKED_LABELS` of them, :func:`~stochsvm.semi.safe_selection.supervised_subset`), with one history
         record (``supervised_fallback``: True; the callback sees it as any record).
-        ``settings`` is the fit's :class:`TSGS3VMSettings`."""
+        ``settings`` is the fit's :class:`TSGS3VMSettings`. Trained on the host; on a device
+        (``namespace``) its support vectors and dual coefficients move to the device of
+        ``X_labeled`` (or ``device``, for host rows of a device fit)."""
+        device = device_of(X_labeled) if device is None else device
         subset = supervised_subset(y_signed, seed)
-        X_labeled, y_signed = X_labeled[subset], y_signed[subset]
+        X_labeled, y_signed = to_numpy(take(X_labeled, subset)), y_signed[subset]
         labeled_sw = None if weights is None or weights.labeled is None else \
             weights.labeled[subset]
         state = supervised_state(X_labeled, y_signed, C=self._C,
                                  gamma=settings.supervised_gamma, kernel=settings.kernel,
                                  seed=seed, block_size=settings.block_size,
                                  dtype=settings.dtype, sample_weight=labeled_sw)
-        margins = y_signed * self._decision_binary(X_labeled, state)
+        margins = y_signed * binary_decision(X_labeled, state)
         monitor.record({"iteration": 0, "samples_seen": int(y_signed.shape[0]),
                         "labeled_loss": float(np.maximum(0.0, 1.0 - margins).mean()),
                         "unlabeled_loss": 0.0, "supervised_fallback": True})
-        return state, monitor.history, 0
+        return placed(state, SUPERVISED_KEYS, namespace, device), monitor.history, 0
 
-    def _decision_binary(self, X, state):
-        scores = random_feature_scores(
-            X, state["coefficients"], int(state["n_blocks"]), int(state["block_size"]),
-            int(state["seed"]), float(state["gamma"]), str(state["kernel"]),
-            state.get("omega"), state.get("offset"), np.dtype(str(state["dtype"])),
-            compute_dtype=np.float64)
-        if state.get("support_vectors") is not None:
-            scores = scores + kernel_matrix(X, state["support_vectors"], float(state["gamma"]),
-                                            str(state["kernel"])) @ state["dual_coefficients"]
-        if state.get("anchors") is not None:
-            scores = scores + anchor_graph_scores(X, state)
-        return scores + float(state["intercept"])
+    def _decision_binary(self, X, state, namespace=None):
+        return binary_decision(X, state, namespace)
 
-    def _squared_norm_binary(self, state):
-        r"""The regularizer of the fitted model, :math:`T\|\alpha\|_2^2` for its ``T``
-        feature blocks: the squared norm of :math:`f = \sum_i \alpha_i^T \phi_i(x)` in the
-        space of the features :math:`\Phi/\sqrt{T}`, whose kernel estimates :math:`k` (the
-        blocks side by side sum ``T`` estimates); every functional step shrinks it by
-        :math:`(1 - \gamma)^2` (eq. (7)); for the
-        ``SVC`` of the check :math:`\beta^\top K \beta`; for AGR, :math:`f(x) = z(x)^\top v`
-        outside the kernel's space, :math:`\|v\|_2^2` of its anchor values, the norm of
-        :math:`f` in the space of its anchor weights (not the graph term AGR minimizes)."""
-        if state.get("anchors") is not None:
-            return float(np.sum(np.square(state["anchor_values"], dtype=np.float64)))
-        coefficients = state["coefficients"]
-        if state.get("support_vectors") is not None:
-            dual = state["dual_coefficients"]
-            vectors = state["support_vectors"]
-            return float(dual @ kernel_matrix(vectors, vectors, float(state["gamma"]),
-                                              str(state["kernel"])) @ dual)
-        return float(int(state["n_blocks"]) * (coefficients @ coefficients))
+    def _squared_norm_binary(self, state, namespace=None, device="cpu"):
+        r"""The regularizer of the fitted model
+        (:func:`~stochsvm.semi.binary_models.binary_squared_norm`)."""
+        return binary_squared_norm(state, namespace, device)
 
     def model_size(self):
         """Numbers stored by the fitted model: coefficients, seeds and block counts, plus the
