@@ -415,3 +415,26 @@ def test_shared_pass_on_the_device_is_the_numpy_shared_pass(case):
         np.testing.assert_allclose(to_numpy(state["coefficients"]), reference["coefficients"],
                                    atol=DOUBLE_TOLERANCE * scale)
         assert state["intercept"] == pytest.approx(reference["intercept"], abs=1e-10)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: TSGS3VM(safe_folds=None, max_iter=24, random_state=0),
+    lambda: TSGS3VM(max_iter=24, random_state=0, manifold_weight=0.3),
+    lambda: FRS3VM(n_components=64, max_iter=24, random_state=0),
+], ids=["tsgs3vm", "tsgs3vm-checked", "frs3vm"])
+def test_numpy_through_the_array_api_is_the_numpy_model_bit_for_bit(make):
+    """One driver: NumPy arrays in the namespace ``array_api_compat.numpy`` take the compiled
+    host operations, so the model is the NumPy model exactly (float32 features included)."""
+    X, y = _moons(n=300, n_labeled=60)
+    reference = make().fit(X, y)
+    with numpy_through_array_api():
+        through = make().fit(X, y)
+    for state, expected in zip(through.binary_models_, reference.binary_models_):
+        assert state.keys() == expected.keys()
+        for key, value in expected.items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(to_numpy(state[key]), value)
+            else:
+                assert state[key] == value
+    np.testing.assert_array_equal(to_numpy(through.decision_function(X)),
+                                  reference.decision_function(X))

@@ -101,7 +101,13 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.array_api import input_namespace, namespace_of, prediction_namespace, to_numpy
+from .._core.array_api import (
+    input_namespace,
+    namespace_of,
+    prediction_namespace,
+    to_namespace,
+    to_numpy,
+)
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.sampling import problem_seeds
 from .._core.kernels import resolve_gamma, resolve_gamma_in_namespace
@@ -120,14 +126,16 @@ from .._core.validation import (
     check_sample_weight,
     resolve_class_weights,
     split_semi_supervised_labels,
+    training_data_in_namespace,
     validate_prediction_data,
     validate_training_data,
 )
 from .array_api_model import (
     decision_function_in_namespace,
-    fit_in_namespace,
+    floating_keys,
     objective_in_namespace,
 )
+from .feature_operations import NamespaceRows, device_of, take
 
 __all__ = ["BALANCE_AUTO_LABELS", "BaseSemiSupervisedClassifier", "RowSubset",
            "SampleWeights", "resolve_balance", "resolve_semi_supervised_gamma",
@@ -320,24 +328,35 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         -------
         self
         """
-        if self._array_api_support:
-            namespace = input_namespace(X)
-            if namespace is not None:
-                # X of an array-API namespace under dispatch (a GPU array): computed there
-                return fit_in_namespace(self, X, y, sample_weight, namespace)
-        X, y = validate_training_data(self, X, y, check_targets=False)
+        # X of an array-API namespace under dispatch (a GPU array): computed on its device,
+        # the labels, weights, draws and resolved parameters on the host as for NumPy
+        namespace = input_namespace(X) if self._array_api_support else None
+        if namespace is None:
+            X, y = validate_training_data(self, X, y, check_targets=False)
+            host_weight = sample_weight
+        else:
+            X, y = training_data_in_namespace(self, X, y, namespace, device_of(X))
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}; give "
+                                 "one label (or -1) per sample.")
+            host_weight = to_numpy(sample_weight)
         labeled_mask, classes = split_semi_supervised_labels(y, UNLABELED)
         self.classes_ = classes
         unlabeled_mask = ~labeled_mask
-        weights = self._sample_weights(y, labeled_mask, sample_weight)
+        weights = self._sample_weights(y, labeled_mask, host_weight)
         if weights is not None:
             # a sample of weight 0 is left out, as if removed
             labeled_mask, unlabeled_mask = labeled_mask & (weights > 0), unlabeled_mask & (
                 weights > 0)
             weights = self._split_weights(weights[labeled_mask], weights[unlabeled_mask])
-        X_labeled = X[labeled_mask]
-        X_unlabeled = (RowSubset(X, np.flatnonzero(unlabeled_mask)) if self._unlabeled_by_rows
-                       else X[unlabeled_mask])
+        if namespace is None:
+            X_labeled = X[labeled_mask]
+            X_unlabeled = (RowSubset(X, np.flatnonzero(unlabeled_mask))
+                           if self._unlabeled_by_rows else X[unlabeled_mask])
+        else:
+            # the labeled rows gathered on the device once; each unlabeled batch when drawn
+            X_labeled = take(X, np.flatnonzero(labeled_mask))
+            X_unlabeled = NamespaceRows(X, np.flatnonzero(unlabeled_mask), namespace)
         y_labeled = y[labeled_mask]
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
         self._resolve_common(X, n_labeled, n_unlabeled, weights)
@@ -352,19 +371,45 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         else:
             problems = self._signed_labels(y_labeled)
             random_state, seeds = problem_seeds(seed, len(problems))
-            results = self._solve_problems(self._fit_binary, [
+            arguments = [
                 (settings, X_labeled, y_signed, X_unlabeled,
                  random_state if problem_seed is None else np.random.RandomState(problem_seed),
                  index, weights)
-                for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))])
+                for index, (y_signed, problem_seed) in enumerate(zip(problems, seeds))]
+            # n_jobs runs NumPy fits in processes; one device serves one problem at a time
+            results = (self._solve_problems(self._fit_binary, arguments) if namespace is None
+                       else [self._fit_binary(*problem, namespace) for problem in arguments])
             self.multiclass_strategy_ = ONE_VS_REST
             self.binary_models_ = [state for state, _, _ in results]
             self.history_ = self._flat_history([history for _, history, _ in results])
             self.n_iter_ = int(max(n_iter for _, _, n_iter in results))
-        self._calibrate(X, y, None if sample_weight is None else check_sample_weight(
-            sample_weight, X.shape[0]))
-        self._keep_input_precision(X.dtype)
+        self._calibrate(X, y, None if host_weight is None else check_sample_weight(
+            host_weight, X.shape[0]))
+        if namespace is None:
+            self._keep_input_precision(X.dtype)
+        else:
+            self._keep_device_precision(X, namespace)
         return self
+
+    def _keep_device_precision(self, X, namespace):
+        """End of a fit on the device of ``X``: the fitted arrays (those of
+        ``binary_models_``, ``classes_`` and the probability model) as arrays of the
+        namespace there, float32 for float32 ``X`` (as the NumPy path keeps float32); class
+        labels that are strings stay a NumPy array."""
+        xp, device = namespace, device_of(X)
+        single = X.dtype == xp.float32
+        if single:
+            keys = floating_keys(self._binary_model_field)
+            self.binary_models_ = [
+                {key: (xp.astype(to_namespace(value, xp, device), xp.float32)
+                       if key in keys and value is not None else value)
+                 for key, value in state.items()}
+                for state in self.binary_models_]
+        for name in ("probA_", "probB_"):
+            if hasattr(self, name):
+                value = to_namespace(getattr(self, name), xp, device)
+                setattr(self, name, xp.astype(value, xp.float32) if single else value)
+        self.classes_ = to_namespace(self.classes_, xp, device)
 
     def _fold_parameters(self, fraction):
         """A calibration copy that sees ``fraction`` of the labels: ``C / fraction``, the
