@@ -21,7 +21,8 @@ Problems
 
 Both SCS problems use ``max_samples=16384`` and ``max_iter=300`` (the same estimator on every
 backend), so that the CPU fits end within the run's time; every other parameter is the
-default (``kernel_dtype="auto"``: float32 kernel values at this capacity).
+default (``kernel_dtype="auto"``: at this capacity, kernel values in 16-bit fixed point on the
+CPU and in float32 on a device, whose path has no 16-bit storage yet).
 
 Backends
 --------
@@ -33,9 +34,9 @@ minutes; a child past its limit is killed and shown as such): ``torch`` (a CUDA 
 every core). The data are generated on the host from the
 same seeds for every backend and moved to the device before the clock starts; the models are
 the same to rounding (same samples drawn), so their accuracies should agree. Before the
-clock starts, a child fits its estimator once on a tiny problem on its backend, so that
-neither the compiled loops of the CPU nor the kernels a device library builds on first use
-are timed. Reported per row: fit seconds (the clock stops after a device synchronization),
+clock starts, a child fits its estimator once on a tiny problem on its backend, and SCS on
+float64 and float32 rows in each storage (float64, float32, 16-bit), so that neither the
+compiled loops of the CPU nor the kernels a device library builds on first use are timed. Reported per row: fit seconds (the clock stops after a device synchronization),
 prediction seconds and test accuracy, iterations (of the pass for TSGS3VM, whichever model
 the check returns), :math:`|S_k|`, support vectors (SCS), the
 model the check kept (TSGS3VM), peak device memory (PyTorch's ``max_memory_allocated``,
@@ -260,11 +261,14 @@ def worker(arguments):
     # compile (or load from the cache) the compiled loops before any timing
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        warm = np.random.RandomState(0)
-        for dtype in ("float64", "float32"):
-            SCSKernelSVC(max_iter=30, initial_samples=20, samples_per_iter=10,
-                         kernel_dtype=dtype, random_state=0).fit(warm.randn(60, 3),
-                                                                 np.arange(60) % 2)
+        warm = np.random.RandomState(0).randn(60, 3)
+        # every storage the timed fits may use ("auto" is 16-bit fixed point on the CPU above
+        # 10,000 samples, float32 on a device), on float64 and float32 rows (the compiled
+        # loops are specialized for the type of X)
+        for rows in (warm, warm.astype(np.float32)):
+            for dtype in ("float64", "float32", "fixed16"):
+                SCSKernelSVC(max_iter=30, initial_samples=20, samples_per_iter=10,
+                             kernel_dtype=dtype, random_state=0).fit(rows, np.arange(60) % 2)
     if arguments.problem == "tsgs3vm_pass":
         # the defaults: one pass, the supervised check (3 folds) and the manifold term
         model = TSGS3VM(random_state=0)
