@@ -81,9 +81,9 @@ classes there is one problem, with ``classes_[1]`` as the positive class.
 
 A subclass with an array-API form (the class attribute ``_array_api_support = True``) is
 fitted on an array of another namespace (a CuPy array, a PyTorch tensor) under
-``sklearn.config_context(array_api_dispatch=True)`` on its device
-(:mod:`stochsvm.semi.array_api_model`). Its three methods take the namespace as a last
-argument (``None``: NumPy): ``_fit_binary(..., weights, namespace)`` with ``X_labeled`` an
+``sklearn.config_context(array_api_dispatch=True)`` on its device, by ``fit``,
+``decision_function`` and ``objective`` themselves. Its three methods take the namespace as a
+last argument (``None``: NumPy): ``_fit_binary(..., weights, namespace)`` with ``X_labeled`` an
 array of the namespace and ``X_unlabeled`` a
 :class:`~stochsvm.semi.feature_operations.NamespaceRows` (the state's arrays are arrays of the
 namespace), ``_decision_binary(X, state, namespace)`` and ``_squared_norm_binary(state,
@@ -120,20 +120,17 @@ from .._core.multiclass import (
     one_vs_one_scores,
     one_vs_one_votes,
 )
-from .._core.state import BoolField, FloatField, LibraryField, ListField, StrField
+from .._core.state import ArrayField, BoolField, FloatField, LibraryField, ListField, StrField
 from .._core.validation import (
     check_margin_weight,
     check_sample_weight,
     resolve_class_weights,
+    host_labels,
     split_semi_supervised_labels,
     training_data_in_namespace,
+    validate_data_in_namespace,
     validate_prediction_data,
     validate_training_data,
-)
-from .array_api_model import (
-    decision_function_in_namespace,
-    floating_keys,
-    objective_in_namespace,
 )
 from .feature_operations import NamespaceRows, device_of, take
 
@@ -391,6 +388,26 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
             self._keep_device_precision(X, namespace)
         return self
 
+    def _floating_keys(self):
+        """The keys of a binary model that hold floating arrays (of the declared
+        ``_binary_model_field``)."""
+        return [key for key, field in self._binary_model_field.fields.items()
+                if isinstance(field, ArrayField) and field.kind == "float"]
+
+    def _single_precision_model(self, namespace):
+        """True when every floating array of the fitted model is float32."""
+        found = False
+        for state in self.binary_models_:
+            for key in self._floating_keys():
+                value = state.get(key)
+                if value is None:
+                    continue
+                found = True
+                single = (np.float32 if isinstance(value, np.ndarray) else namespace.float32)
+                if value.dtype != single:
+                    return False
+        return found
+
     def _keep_device_precision(self, X, namespace):
         """End of a fit on the device of ``X``: the fitted arrays (those of
         ``binary_models_``, ``classes_`` and the probability model) as arrays of the
@@ -399,7 +416,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         xp, device = namespace, device_of(X)
         single = X.dtype == xp.float32
         if single:
-            keys = floating_keys(self._binary_model_field)
+            keys = self._floating_keys()
             self.binary_models_ = [
                 {key: (xp.astype(to_namespace(value, xp, device), xp.float32)
                        if key in keys and value is not None else value)
@@ -525,33 +542,52 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         gives float32 values on float32 ``X`` (float64 on float64 ``X``, the promoted type).
         An estimator with an array-API form gives, for ``X`` of another namespace under
         ``sklearn.config_context(array_api_dispatch=True)``, an array of that namespace
-        computed on its device (:mod:`stochsvm.semi.array_api_model`)."""
+        computed on its device (float32 for float32 ``X`` and a float32 model)."""
         check_is_fitted(self, "binary_models_")
-        if self._array_api_support:
-            where = prediction_namespace(self, X, "decision_function")
-            if where is not None:
-                return decision_function_in_namespace(self, X, *where)
-        X = validate_prediction_data(self, X)
-        dtype = self._output_dtype(X)
-        scores = np.column_stack(
-            [np.asarray(self._decision_binary(X, state), dtype=dtype)
-             for state in self.binary_models_])
-        if self._one_vs_one():
-            return one_vs_one_scores(scores, int(self.classes_.shape[0]))
+        where = (prediction_namespace(self, X, "decision_function")
+                 if self._array_api_support else None)
+        if where is None:
+            X = validate_prediction_data(self, X)
+            dtype = self._output_dtype(X)
+            scores = np.column_stack(
+                [np.asarray(self._decision_binary(X, state), dtype=dtype)
+                 for state in self.binary_models_])
+            if self._one_vs_one():
+                scores = one_vs_one_scores(scores, int(self.classes_.shape[0]))
+        else:
+            xp, _ = where
+            X = validate_data_in_namespace(self, X, xp, reset=False)
+            scores = xp.stack([self._decision_binary(X, state, xp)
+                               for state in self.binary_models_], axis=1)
+            if self._one_vs_one():
+                scores = one_vs_one_scores(scores, int(self.classes_.shape[0]), xp)
+            if X.dtype == xp.float32 and self._single_precision_model(xp):
+                scores = xp.astype(scores, xp.float32)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
-    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state, weights=None):
+    def _objective_binary(self, X_labeled, y_signed, X_unlabeled, state, weights=None,
+                          **where):
+        """One binary problem's objective; ``where`` is ``namespace`` and ``device`` for
+        rows of a device (the decision values and the norm computed there, the losses summed
+        on the host)."""
         hinge = MARGIN_LOSSES["hinge"]
-        value = 0.5 * float(self._squared_norm_binary(state))
+        namespace = where.get("namespace")
+
+        def outputs(rows):
+            values = self._decision_binary(rows, state, **({} if namespace is None
+                                                          else {"namespace": namespace}))
+            return to_numpy(values)
+
+        value = 0.5 * float(self._squared_norm_binary(state, **where))
         if X_labeled.shape[0]:
-            margins = y_signed * self._decision_binary(X_labeled, state)
+            margins = y_signed * outputs(X_labeled)
             losses = hinge.value(margins)
             if weights is not None and weights.labeled is not None:
                 losses = weights.labeled * losses
             value += self._C * float(losses.sum())
         if X_unlabeled.shape[0] and self._C_star > 0:
-            outputs = self._decision_binary(X_unlabeled, state)
-            losses = self._unlabeled_loss.value(outputs, self._unlabeled_parameter)
+            losses = self._unlabeled_loss.value(outputs(X_unlabeled),
+                                                self._unlabeled_parameter)
             if weights is not None and weights.unlabeled is not None:
                 losses = weights.unlabeled * losses
             value += self._C_star * float(losses.sum())
@@ -585,12 +621,17 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         float
         """
         check_is_fitted(self, "binary_models_")
-        if self._array_api_support:
-            where = prediction_namespace(self, X, "objective")
-            if where is not None:
-                return objective_in_namespace(self, X, y, sample_weight, *where)
-        X = validate_prediction_data(self, X)
-        y = np.asarray(y)
+        where = prediction_namespace(self, X, "objective") if self._array_api_support else None
+        if where is None:
+            X = validate_prediction_data(self, X)
+            y = np.asarray(y)
+            located = {}
+        else:
+            # the decision values and norms on the device of X, the losses on the host
+            X = validate_data_in_namespace(self, X, where[0], reset=False)
+            y = host_labels(y)
+            sample_weight = to_numpy(sample_weight)
+            located = {"namespace": where[0], "device": where[1]}
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}; give one "
                              "label (or -1) per sample.")
@@ -598,7 +639,11 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
             labeled_mask = np.array([value != UNLABELED for value in y.tolist()], dtype=bool)
         else:
             labeled_mask = y != UNLABELED
-        X_labeled, X_unlabeled = X[labeled_mask], X[~labeled_mask]
+        if where is None:
+            X_labeled, X_unlabeled = X[labeled_mask], X[~labeled_mask]
+        else:
+            X_labeled = take(X, np.flatnonzero(labeled_mask))
+            X_unlabeled = take(X, np.flatnonzero(~labeled_mask))
         y_labeled = y[labeled_mask]
         weights = None
         factors = self._class_factors(y_labeled)
@@ -611,8 +656,10 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         for (rows, y_signed), state in zip(self._problems(y_labeled), self.binary_models_):
             problem_weights = weights if weights is None or rows.all() else SampleWeights(
                 weights.labeled[rows], weights.unlabeled)
-            total += self._objective_binary(X_labeled[rows], y_signed, X_unlabeled, state,
-                                            problem_weights)
+            rows_of_problem = (X_labeled[rows] if where is None
+                               else take(X_labeled, np.flatnonzero(rows)))
+            total += self._objective_binary(rows_of_problem, y_signed, X_unlabeled, state,
+                                            problem_weights, **located)
         return float(total)
 
 
