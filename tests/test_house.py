@@ -326,7 +326,6 @@ PRIVATE_ATTRIBUTE_ACCESSES = {
     "stochsvm/io.py": 3,
     "stochsvm/kernel/array_api_model.py": 14,
     "stochsvm/linear/training.py": 11,
-    "stochsvm/semi/stochastic_schedule.py": 1,
 }
 
 

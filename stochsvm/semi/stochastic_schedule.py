@@ -140,7 +140,7 @@ def resolve_stochastic_schedule(estimator, n_labeled, n_unlabeled, n_passes, lab
     labeled_batch, unlabeled_batch, n_iterations = schedule_iterations(
         estimator.batch_size, estimator.unlabeled_batch_size, estimator.max_iter, n_passes,
         n_labeled, n_unlabeled)
-    labeled_steps = resolve_labeled_steps(labeled_steps, estimator._C, n_labeled,
+    labeled_steps = resolve_labeled_steps(labeled_steps, float(estimator.C), n_labeled,
                                           n_iterations)
     step_size = estimator.step_size
     if isinstance(step_size, str):  # "theory"
