@@ -338,3 +338,20 @@ def test_warm_up_of_several_comparisons_forks_the_first(monkeypatch):
     # the forked process warmed the first up (its call is not seen here); this process warmed
     # up the others, then the first again (loading it from the compile cache)
     assert here == ["semi-supervised", "linear"]
+
+
+def test_warm_up_of_the_kernel_task_grows_scs_past_its_budget(monkeypatch):
+    # the default SCS fit of the full task stores Q^k in 16 bits and grows S_k past the
+    # budget; the warm-up compiles those loops (with a fit of a few rows alone they compiled
+    # inside the timed fit)
+    from stochsvm.bench import harness
+    from stochsvm.demo import kernel
+    from stochsvm.kernel import scs_adaptive
+
+    comparison = kernel.kernel_comparison(4000)
+    past_the_budget = []
+    original = scs_adaptive.computed_products
+    monkeypatch.setattr(scs_adaptive, "computed_products",
+                        lambda *args: past_the_budget.append(args[0]) or original(*args))
+    harness.warm_up(comparison.methods[:1], [comparison.dataset])
+    assert past_the_budget

@@ -90,6 +90,9 @@ class Method:
         ``estimator.fit(X_train, y_train)``; a returned dict is merged into the record.
     measure : callable or None
         ``measure(estimator, dataset) -> dict`` of extra fields after the fit.
+    warm_up : callable or None
+        ``warm_up(X, y)``: more fits of :func:`warm_up` on the training data, for compiled
+        loops that the full fit uses and a fit of a few rows does not reach.
     """
 
     name: str
@@ -97,6 +100,7 @@ class Method:
     origin: str = "stochsvm"
     fit: Callable | None = None
     measure: Callable | None = None
+    warm_up: Callable | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -393,6 +397,8 @@ def warm_up(methods, datasets, seed=0, log=None):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     estimator.fit(dataset.X_train[rows], y[rows])
+                    if method.warm_up is not None:
+                        method.warm_up(dataset.X_train, y)
             except Exception as error:  # noqa: BLE001 - the real run reports failures
                 if log is not None:
                     log(f"  warm-up of {method.name} on {dataset.name} failed: {error!r}")
