@@ -17,8 +17,7 @@ def _past_the_budget_fit(X, y):
     """An SCS fit on :data:`WARM_UP_ROWS` rows whose sample grows past a tiny budget in 16-bit
     storage: it compiles (or loads) the loops of the 16-bit matrix and of the rows computed
     past the budget, which the default fit on the full task uses and a fit of a few rows does
-    not reach (on a cold cache, without it, about 17 s of compilation fell inside the timed fit
-    of 100,000 rows: 19.6 s against 2.7 s)."""
+    not reach (measured in ``benchmarks/main_job_first_fit.py``)."""
     from ..kernel import SCSKernelSVC
 
     SCSKernelSVC(kernel_dtype="fixed16", max_memory_mb=WARM_UP_MEMORY_MB, max_iter=200,

@@ -105,6 +105,7 @@ from .._core.array_api import (
     input_namespace,
     namespace_of,
     prediction_namespace,
+    take_rows,
     to_namespace,
     to_numpy,
 )
@@ -132,7 +133,7 @@ from .._core.validation import (
     validate_prediction_data,
     validate_training_data,
 )
-from .feature_operations import NamespaceRows, device_of, take
+from .feature_operations import NamespaceRows, device_of
 
 __all__ = ["BALANCE_AUTO_LABELS", "BaseSemiSupervisedClassifier", "RowSubset",
            "SampleWeights", "resolve_balance", "resolve_semi_supervised_gamma",
@@ -352,7 +353,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
                            if self._unlabeled_by_rows else X[unlabeled_mask])
         else:
             # the labeled rows gathered on the device once; each unlabeled batch when drawn
-            X_labeled = take(X, np.flatnonzero(labeled_mask))
+            X_labeled = take_rows(X, np.flatnonzero(labeled_mask))
             X_unlabeled = NamespaceRows(X, np.flatnonzero(unlabeled_mask), namespace)
         y_labeled = y[labeled_mask]
         n_labeled, n_unlabeled = X_labeled.shape[0], X_unlabeled.shape[0]
@@ -642,8 +643,8 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
         if where is None:
             X_labeled, X_unlabeled = X[labeled_mask], X[~labeled_mask]
         else:
-            X_labeled = take(X, np.flatnonzero(labeled_mask))
-            X_unlabeled = take(X, np.flatnonzero(~labeled_mask))
+            X_labeled = take_rows(X, np.flatnonzero(labeled_mask))
+            X_unlabeled = take_rows(X, np.flatnonzero(~labeled_mask))
         y_labeled = y[labeled_mask]
         weights = None
         factors = self._class_factors(y_labeled)
@@ -657,7 +658,7 @@ class BaseSemiSupervisedClassifier(BaseClassifier):
             problem_weights = weights if weights is None or rows.all() else SampleWeights(
                 weights.labeled[rows], weights.unlabeled)
             rows_of_problem = (X_labeled[rows] if where is None
-                               else take(X_labeled, np.flatnonzero(rows)))
+                               else take_rows(X_labeled, np.flatnonzero(rows)))
             total += self._objective_binary(rows_of_problem, y_signed, X_unlabeled, state,
                                             problem_weights, **located)
         return float(total)

@@ -56,7 +56,8 @@ def binary_decision(X, state, namespace=None):
     device = device_of(X)
     blocks = FeatureBlocks(int(state["seed"]), X.shape[1], int(state["block_size"]),
                            float(state["gamma"]), str(state["kernel"]),
-                           np.dtype(str(state["dtype"])), _array(state, "omega", namespace, device),
+                           np.dtype(str(state["dtype"])),
+                           _array(state, "omega", namespace, device),
                            _array(state, "offset", namespace, device), namespace, device)
     scores = feature_scores(X, _array(state, "coefficients", namespace, device),
                             int(state["n_blocks"]), blocks, compute_dtype=np.float64,

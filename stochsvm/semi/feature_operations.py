@@ -6,7 +6,8 @@ the operations that the semi-supervised solvers (:mod:`stochsvm.semi.triply_stoc
   TSGS3VM paper) and :func:`feature_scores` the outputs :math:`f_k(x) = \sum_{i<T}
   \alpha_{i,k}^\top \phi_i(x)` of one or several models (Alg. 2), from the blocks of a
   :class:`FeatureBlocks` (cached, or drawn again from their seeds).
-* :func:`take`, :func:`stack_rows`, :func:`as_type` and :class:`NamespaceRows` gather,
+* :func:`stack_rows`, :func:`as_type` and :class:`NamespaceRows` (with
+  :func:`~stochsvm._core.array_api.take_rows`) gather,
   join and cast rows without leaving their device.
 
 On the host (NumPy arrays and CSR matrices; the namespace ``array_api_compat.numpy``) the
@@ -27,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from array_api_compat import numpy as host_namespace
 
-from .._core.array_api import take_rows, to_namespace
+from .._core.array_api import to_namespace
 from .._core.random_features import (
     cosine_feature_scores,
     cosine_feature_scores_single,
@@ -39,7 +40,7 @@ from .._core.random_features import (
 
 __all__ = ["COLUMNS_PER_GROUP", "FeatureBlocks", "NamespaceRows", "as_type", "device_of",
            "feature_block_on", "feature_scores", "host_namespace", "is_host", "namespace_dtype",
-           "on_device", "stack_rows", "take", "transform"]
+           "on_device", "stack_rows", "transform"]
 
 #: columns of stacked feature blocks per projection product
 COLUMNS_PER_GROUP = 2048
@@ -73,11 +74,6 @@ def on_device(values, namespace, device):
     if is_host(namespace):
         return np.asarray(values)
     return to_namespace(np.ascontiguousarray(values), namespace, device)
-
-
-def take(X, indices):
-    """The rows (or elements) ``indices`` (host integers) of ``X``, on the device of ``X``."""
-    return take_rows(X, indices)
 
 
 def stack_rows(A, B, namespace):
@@ -187,7 +183,7 @@ def feature_scores(X, coefficients, n_blocks, blocks, compute_dtype=None, namesp
     matrix-vector product (:func:`~stochsvm._core.random_features.cosine_feature_scores`);
     a float32 one the fused float32 cosine and sum
     (:func:`~stochsvm._core.random_features.cosine_feature_scores_single`, error at most
-    4e-7 a feature; 2-3x faster than ``np.cos(P + b) @ a``).
+    4e-7 a feature).
     """
     compute_dtype = blocks.dtype if compute_dtype is None else compute_dtype
     if is_host(namespace):

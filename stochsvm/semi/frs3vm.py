@@ -29,7 +29,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._core.array_api import host_floats, to_namespace
+from .._core.array_api import host_floats, take_rows, to_namespace
 from .._core.kernels import resolve_kernel_dtype
 from .._core.losses import MARGIN_LOSSES
 from .._core.monitor import TrainingMonitor
@@ -45,7 +45,6 @@ from .feature_operations import (
     is_host,
     namespace_dtype,
     on_device,
-    take,
     transform,
 )
 from .stochastic_schedule import SCHEDULE_PARAMETER_CONSTRAINTS, resolve_stochastic_schedule
@@ -159,7 +158,7 @@ def frs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, omega, offset, C, C_s
                               n_iterations)
     for iteration, (labeled_indices, unlabeled_indices) in enumerate(schedule):
         labeled_features = transform(
-            as_type(take(X_labeled, labeled_indices), dtype, namespace), omega, offset,
+            as_type(take_rows(X_labeled, labeled_indices), dtype, namespace), omega, offset,
             namespace)
         unlabeled_features = transform(
             as_type(X_unlabeled[unlabeled_indices], dtype, namespace), omega, offset, namespace)

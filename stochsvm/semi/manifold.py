@@ -58,12 +58,12 @@ from .._core.anchors import (
     sampled_laplacian_residuals,
     select_anchors,
 )
-from .._core.array_api import to_numpy
+from .._core.array_api import take_rows, to_numpy
 from ._base import weight_total
-from .feature_operations import device_of, host_namespace, is_host, on_device, take
+from .feature_operations import device_of, host_namespace, is_host, on_device
 
-__all__ = ["MEMBERS_PER_ANCHOR", "ManifoldGraph", "SampledLaplacian", "anchor_weights_in_namespace",
-           "build_manifold_graph", "graph_gradients", "kmeans_sample_size", "labeled_share",
+__all__ = ["MEMBERS_PER_ANCHOR", "ManifoldGraph", "SampledLaplacian",
+           "anchor_weights_in_namespace", "build_manifold_graph", "graph_gradients", "kmeans_sample_size", "labeled_share",
            "resolve_anchor_count", "sample_row_weights"]
 
 #: sampled members per anchor that the default number of anchors keeps in a batch
@@ -249,8 +249,8 @@ class SampledLaplacian:
         xp = host_namespace if is_host(graph.namespace) else graph.namespace
         self.xp = xp
         unlabeled_index, unlabeled_weight = graph.neighbors(unlabeled_rows)
-        index = xp.concat([take(graph.labeled_index, labeled_indices), unlabeled_index])
-        weight = xp.concat([take(graph.labeled_weight, labeled_indices), unlabeled_weight])
+        index = xp.concat([take_rows(graph.labeled_index, labeled_indices), unlabeled_index])
+        weight = xp.concat([take_rows(graph.labeled_weight, labeled_indices), unlabeled_weight])
         self.n_anchors = graph.n_anchors
         if is_host(self.namespace):
             self.index, self.weight = index, weight

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.array_api import host_floats, to_numpy
+from .._core.array_api import host_floats, take_rows, to_numpy
 from .._core.losses import MARGIN_LOSSES
 from .._core.sampling import batch_schedule
 from ._base import weighted_mean
@@ -43,7 +43,6 @@ from .feature_operations import (
     namespace_dtype,
     on_device,
     stack_rows,
-    take,
     transform,
 )
 from .manifold import SampledLaplacian, graph_gradients
@@ -178,8 +177,8 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         if incremental:
             batch = X_unlabeled[unlabeled_indices]
         else:
-            batch = stack_rows(take(X_labeled, labeled_indices), X_unlabeled[unlabeled_indices],
-                               namespace)
+            batch = stack_rows(take_rows(X_labeled, labeled_indices),
+                               X_unlabeled[unlabeled_indices], namespace)
         batch = as_type(batch, dtype, namespace)  # once for both uses below
         n_batch_labeled = len(labeled_indices)
         # Alg. 1, lines 5-6: f on both batches from the blocks drawn so far.
@@ -191,7 +190,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         outputs = feature_scores(batch, coefficients[:columns], iteration, blocks,
                                  namespace=namespace)
         if incremental:
-            outputs = xp.concat([take(labeled_raw, labeled_indices), outputs])
+            outputs = xp.concat([take_rows(labeled_raw, labeled_indices), outputs])
         outputs = outputs * scale
         batch_unlabeled_sw = _rows_of(unlabeled_sw, unlabeled_indices)
         batch_unlabeled_weights = (None if batch_unlabeled_sw is None
@@ -224,7 +223,7 @@ def tsgs3vm_train(X_labeled, y_signed, X_unlabeled, rng, *, seed, C, C_star, gam
         features = transform(batch, omega, offset, namespace)
         if incremental:
             labeled_features = transform(X_labeled_features, omega, offset, namespace)
-            batch_labeled_features = take(labeled_features, labeled_indices)
+            batch_labeled_features = take_rows(labeled_features, labeled_indices)
             unlabeled_features = features
         else:
             batch_labeled_features = features[:n_batch_labeled, ...]
@@ -446,11 +445,11 @@ def tsgs3vm_train_shared(X_labeled, y_signed, subsets, X_unlabeled, rng, *, seed
             labeled_indices = (subset if batch_size == subset.size
                                else subset[labeled_rng.choice(subset.size, batch_size,
                                                               replace=False)])
-            features = take(labeled_features, labeled_indices)
-            signs = take(signs_all, labeled_indices)
-            factors = take(factors_all, labeled_indices)
+            features = take_rows(labeled_features, labeled_indices)
+            signs = take_rows(signs_all, labeled_indices)
+            factors = take_rows(factors_all, labeled_indices)
             intercept = intercepts[model]
-            current = take(labeled_raw[:, model], labeled_indices) * scale + intercept
+            current = take_rows(labeled_raw[:, model], labeled_indices) * scale + intercept
             if model == 0:
                 labeled_losses.append(xp.mean(hinge.value(signs * current)))
                 unlabeled_losses.append(xp.mean(unlabeled_loss.value(

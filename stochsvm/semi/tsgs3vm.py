@@ -46,7 +46,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 
-from .._core.array_api import to_numpy
+from .._core.array_api import take_rows, to_numpy
 from .._core.kernels import resolve_kernel_dtype
 from .._core.monitor import TrainingMonitor
 from .._core.random_features import RANDOM_FEATURE_KERNELS, draw_seed
@@ -66,7 +66,7 @@ from .binary_models import (
     binary_squared_norm,
     placed,
 )
-from .feature_operations import device_of, take
+from .feature_operations import device_of
 from .manifold import build_manifold_graph, labeled_share, resolve_anchor_count
 from .multiclass_check import fit_multiclass
 from .safe_selection import (
@@ -691,7 +691,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
             truth = y_signed[held_out]
             supervised_right = np.where(
                 binary_decision(X_labeled_host[held_out], supervised) > 0, 1.0, -1.0) == truth
-            held_out_rows = take(X_labeled, held_out)
+            held_out_rows = take_rows(X_labeled, held_out)
             for candidate in range(len(candidates)):
                 state = states[candidate * len(subsets) + 1 + fold]
                 values = to_numpy(binary_decision(held_out_rows, state, namespace))
@@ -745,7 +745,7 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         ``X_labeled`` (or ``device``, for host rows of a device fit)."""
         device = device_of(X_labeled) if device is None else device
         subset = supervised_subset(y_signed, seed)
-        X_labeled, y_signed = to_numpy(take(X_labeled, subset)), y_signed[subset]
+        X_labeled, y_signed = to_numpy(take_rows(X_labeled, subset)), y_signed[subset]
         labeled_sw = None if weights is None or weights.labeled is None else \
             weights.labeled[subset]
         state = supervised_state(X_labeled, y_signed, C=self._C,
