@@ -125,6 +125,23 @@ def test_all_classes_from_one_solve_are_the_dense_reference():
     np.testing.assert_allclose(graph.anchor_values(labeled, signed), two[:, 1] - two[:, 0])
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_held_out_fold_values_are_the_solves_on_the_other_labels(weighted):
+    # one factor of all labels and a Woodbury correction a fold == a solve on the fold
+    X, y, graph = _graph(n_samples=500, n_labeled=120)
+    labels = np.arange(120)
+    weights = np.random.RandomState(3).uniform(0.5, 2.0, 120) if weighted else None
+    held_out = [np.arange(start, 120, 6) for start in range(6)]
+    folds = graph.held_out_class_values(labels, y[labels], 4, held_out, weights,
+                                        MULTICLASS_GRAPH_WEIGHT)
+    for places, values in zip(held_out, folds):
+        train = np.setdiff1d(labels, places)
+        direct = graph.class_values(train, y[train], 4,
+                                    None if weights is None else weights[train],
+                                    MULTICLASS_GRAPH_WEIGHT)
+        np.testing.assert_allclose(values, direct, rtol=1e-7, atol=1e-9)
+
+
 def test_held_out_ranks_are_the_brute_force_ranks():
     X, y, graph = _graph(n_samples=500, n_labeled=120)
     X_labeled, labels = X[:120], y[:120]

@@ -113,6 +113,7 @@ __all__ = [
     "kmeans_centers",
     "reduced_laplacian_matrix",
     "anchor_label_solve",
+    "anchor_label_solves_without",
     "anchor_value_decision",
 ]
 
@@ -566,36 +567,37 @@ def anchor_laplacian(graph, node_weights=None):
     return AnchorLaplacian(weights, inverse, node_weights)
 
 
-#: epochs of :func:`kmeans_centers` over its rows, and the rows of its k-means++
-#: initialization per center: on Fashion-MNIST (20000 images, 512 centers of 10000 of them),
-#: scikit-learn's defaults (100 epochs with early stopping, which stopped at 15; 3 x 4096
-#: rows for the initialization) took 5.2 s; 10 epochs from 3 rows a center took 1.8 s, and
-#: AGR on those centers was as accurate (10 labels a class: 0.702 against 0.695; 100: 0.767
-#: against 0.764, median of 3 label draws on the 10000 test images)
-KMEANS_EPOCHS = 10
+#: epochs of :func:`kmeans_centers` over its rows (``benchmarks/BENCHMARKS.md``, "Anchor
+#: graph candidate: anchors and k-means")
+KMEANS_EPOCHS = 5
+#: rows of the initialization per center (random rows of the sample)
 KMEANS_INITIALIZATION_ROWS = 3
 
 
 def kmeans_centers(X, n_clusters, random_state=None, batch_size=4096):
-    r"""The ``n_clusters`` centers of mini-batch k-means (scikit-learn's ``MiniBatchKMeans``,
-    one k-means++ initialization on :data:`KMEANS_INITIALIZATION_ROWS` rows a center, at most
-    :data:`KMEANS_EPOCHS` epochs in batches of ``batch_size``) on the rows ``X``, float64 of
-    shape ``(n_clusters, n_features)``: the anchors of AGR (Liu, He and Chang 2010 use the
-    centers; :func:`select_anchors` replaces each by its nearest row instead, as S3GD does).
-    The caller chooses the rows (a sample): every center is fitted on them. Cost: at most
-    :math:`O(\text{epochs}\, n\, m\, d)` for ``n`` rows, ``m`` centers, ``d`` features."""
+    r"""The ``n_clusters`` centers of mini-batch k-means (scikit-learn's ``MiniBatchKMeans``)
+    on the rows ``X``, float64 of shape ``(n_clusters, n_features)``: the anchors of AGR
+    (Liu, He and Chang 2010 use the centers; :func:`select_anchors` replaces each by its
+    nearest row instead, as S3GD does).
+
+    The k-means runs in float32, from ``n_clusters`` random rows of
+    :data:`KMEANS_INITIALIZATION_ROWS` rows a center, for at most :data:`KMEANS_EPOCHS`
+    epochs in batches of ``batch_size``. The caller chooses the rows (a sample): every center
+    is fitted on them. Cost: :math:`O(\text{epochs}\, n\, m\, d)` for ``n`` rows, ``m``
+    centers, ``d`` features; k-means++ seeding, :math:`O(m^2 d \log m)` on top, would
+    cost more than the epochs at thousands of centers."""
     from sklearn.cluster import MiniBatchKMeans
 
     if sp.issparse(X) and X.indices.dtype != np.int32 and X.nnz < np.iinfo(np.int32).max:
         # scikit-learn's k-means accepts 32-bit CSR indices only
         X = sp.csr_matrix((X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)),
                           shape=X.shape)
-    X = X.astype(np.float64, copy=False)
+    X = X.astype(np.float32, copy=False)
     initialization = int(min(X.shape[0], max(KMEANS_INITIALIZATION_ROWS * int(n_clusters),
                                              int(n_clusters))))
-    model = MiniBatchKMeans(n_clusters=int(n_clusters), random_state=random_state, n_init=1,
-                            batch_size=int(batch_size), max_iter=KMEANS_EPOCHS,
-                            init_size=initialization).fit(X)
+    model = MiniBatchKMeans(n_clusters=int(n_clusters), init="random",
+                            random_state=random_state, n_init=1, batch_size=int(batch_size),
+                            max_iter=KMEANS_EPOCHS, init_size=initialization).fit(X)
     return np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
 
 
@@ -652,6 +654,55 @@ def anchor_label_solve(labeled_gram, labeled_targets, laplacian, gamma):
         return scipy.linalg.solve(matrix, right, assume_a="pos")
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         return np.linalg.lstsq(matrix, right, rcond=None)[0]
+
+
+def anchor_label_solves_without(labeled_gram, labeled_targets, laplacian, gamma, removed):
+    r""":func:`anchor_label_solve` once for each set of labeled rows left out: for each
+    ``(rows, targets)`` of ``removed`` (:math:`W = S_h^{1/2} Z_h`, the held-out rows of
+    :math:`Z_l` scaled by the square roots of their weights, and :math:`W^\top S_h^{1/2} Y_h`),
+    the anchor labels of every labeled row but those,
+
+    .. math::
+
+        A_h = (M - W^\top W)^{-1}(b - W^\top S_h^{1/2} Y_h), \qquad
+        M = Z_l^\top S_l Z_l + \gamma \tilde L,\ b = Z_l^\top S_l Y,
+
+    by one Cholesky factor of :math:`M` and the Woodbury identity
+    :math:`(M - W^\top W)^{-1} = M^{-1} + M^{-1}W^\top(I - W M^{-1} W^\top)^{-1} W M^{-1}`:
+    :math:`O(m^2 h)` a set of ``h`` rows instead of :math:`O(m^3)`. The ridge is that of
+    :func:`anchor_label_solve` on :math:`M`. Where the factor or the ``h x h`` system is not
+    definite (a set whose removal leaves the matrix singular), that set is solved directly.
+    Returns a list of ``(m, c)`` arrays, one per set."""
+    import scipy.linalg
+
+    matrix = np.asarray(labeled_gram, dtype=np.float64) + float(gamma) * laplacian
+    scale = max(float(np.trace(matrix)) / max(matrix.shape[0], 1), 1e-12)
+    ridge = ANCHOR_SOLVE_RIDGE * scale
+    matrix[np.diag_indices_from(matrix)] += ridge
+    right = np.asarray(labeled_targets, dtype=np.float64)
+    try:
+        factor = scipy.linalg.cho_factor(matrix)
+    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+        factor = None
+    solutions = []
+    for rows, targets in removed:
+        rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
+        reduced = right - np.asarray(targets, dtype=np.float64)
+        solution = None
+        if factor is not None:
+            base = scipy.linalg.cho_solve(factor, reduced)
+            spread = scipy.linalg.cho_solve(factor, rows.T)
+            inner = np.eye(rows.shape[0]) - rows @ spread
+            try:
+                correction = scipy.linalg.solve(inner, rows @ base, assume_a="pos")
+                solution = base + spread @ correction
+            except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+                solution = None
+        if solution is None or not np.all(np.isfinite(solution)):
+            solution = anchor_label_solve(labeled_gram - rows.T @ rows, reduced, laplacian,
+                                          gamma)
+        solutions.append(solution)
+    return solutions
 
 
 def anchor_value_decision(X, anchors, values, n_neighbors, bandwidth="nearest_distance"):

@@ -26,18 +26,16 @@ an :math:`m \times m` solve, and the binary decision of a sample with anchor wei
 Liu et al.'s class normalisation (:math:`\nu_j` the mean soft label of class :math:`j` over
 every node). The model is the anchors and :math:`v`: ``m (d + 1)`` numbers.
 
-Configuration (``benchmarks/agr_candidate_study.py`` and its results; one configuration for
-every data set, as a candidate inside an estimator cannot be tuned on test data):
+Configuration (one for every data set, as a candidate inside an estimator cannot be tuned on
+test data; ``benchmarks/BENCHMARKS.md``, "Anchor graph candidate: anchors and k-means"):
 
 * anchors: the k-means centers (:func:`~stochsvm._core.anchors.kmeans_centers`) of a sample of
-  :data:`KMEANS_SAMPLE_SIZE` unlabeled rows (all of them when fewer), as many as TSGS3VM's
-  manifold term (``n_anchors``, :func:`~stochsvm.semi.manifold.resolve_anchor_count`: 256
-  at large ``n``) and at most half the unlabeled rows (with an anchor per unlabeled row the
-  anchors are tied only through the labeled rows and AGR degenerates). On the generated
-  clusters (n = 20000, 200 labels) centers fitted on 2000 rows gave 0.940, on 5000 0.951, on
-  every row 0.957; the rows nearest to the centers (TSGS3VM's manifold anchors) did worse;
-* ``s = n_neighbors`` (5) anchors a row, :math:`\gamma` = :data:`GRAPH_WEIGHT` (0.01),
-  normalized soft labels.
+  at least :data:`KMEANS_SAMPLE_SIZE` unlabeled rows and :data:`ROWS_PER_CENTER` a center
+  (all of them when fewer), at most half the unlabeled rows (with an anchor per unlabeled
+  row the anchors are tied only through the labeled rows and AGR degenerates). The centers
+  do better than the rows nearest to them (TSGS3VM's manifold anchors);
+* ``s = n_neighbors`` anchors a row, :math:`\gamma` = :data:`GRAPH_WEIGHT`, normalized soft
+  labels.
 
 Cost: the k-means on the sample, one pass over the rows for :math:`Z` (in chunks of
 :data:`ROWS_PER_CHUNK`; only :math:`G`, the degrees and the labeled rows of :math:`Z` are
@@ -56,6 +54,7 @@ from sklearn.utils import check_random_state
 from .._core.anchors import (
     BANDWIDTHS,
     anchor_label_solve,
+    anchor_label_solves_without,
     anchor_value_decision,
     anchor_weights,
     kmeans_centers,
@@ -73,9 +72,10 @@ __all__ = ["ANCHOR_MODEL_FIELDS", "AnchorGraphLabels", "CANDIDATE", "GRAPH_FOLDS
 
 #: :math:`\gamma`, the weight of the graph term of AGR (the study's choice for every set)
 GRAPH_WEIGHT = 0.01
-#: unlabeled rows of the k-means sample of the anchors (at least 20 a center)
+#: unlabeled rows of the k-means sample of the anchors, at least, and at least
+#: ``ROWS_PER_CENTER`` a center
 KMEANS_SAMPLE_SIZE = 10_000
-ROWS_PER_CENTER = 20
+ROWS_PER_CENTER = 10
 #: the most labels with which the check offers the candidate (see
 #: :func:`anchor_graph_candidate`)
 MAXIMUM_GRAPH_LABELS = 1000
@@ -158,6 +158,25 @@ class AnchorGraphLabels:
     degrees: np.ndarray
     node_total: float
 
+    def _labeled_system(self, positions, class_index, n_classes, labeled_weights):
+        """``(Z_l' S_l Z_l, Z_l' S_l Y, S_l^{1/2} Z_l, S_l^{1/2} Y)`` of the labeled rows
+        ``positions``."""
+        rows = self.labeled_rows[positions]
+        roots = (np.ones(rows.shape[0]) if labeled_weights is None
+                 else np.sqrt(np.asarray(labeled_weights, dtype=np.float64)))
+        scaled = sp.csr_matrix(rows.multiply(roots[:, None]))
+        targets = np.zeros((rows.shape[0], int(n_classes)))
+        targets[np.arange(rows.shape[0]), np.asarray(class_index, dtype=np.intp)] = 1.0
+        targets *= roots[:, None]
+        return ((scaled.T @ scaled).toarray(), np.asarray(scaled.T @ targets), scaled,
+                targets)
+
+    def _normalized(self, A):
+        # Liu et al.'s class normalisation by the mean soft label of each class
+        means = self.degrees @ A / self.node_total
+        means = np.where(np.abs(means) > 1e-12, means, 1e-12)
+        return A / means
+
     def class_values(self, positions, class_index, n_classes, labeled_weights=None,
                      graph_weight=GRAPH_WEIGHT):
         r"""The normalized soft labels of the anchors, :math:`a_j / \nu_j` for each class
@@ -165,18 +184,25 @@ class AnchorGraphLabels:
         ``0 .. n_classes - 1``) of the labeled rows ``positions``, weighted by
         ``labeled_weights`` (``None``: 1), with graph weight ``graph_weight``; one
         :math:`m \times m` solve for all classes. float64 of shape ``(m, n_classes)``."""
-        rows = self.labeled_rows[positions]
-        weighted = rows if labeled_weights is None else sp.csr_matrix(
-            rows.multiply(np.asarray(labeled_weights)[:, None]))
-        targets = np.zeros((rows.shape[0], int(n_classes)))
-        targets[np.arange(rows.shape[0]), np.asarray(class_index, dtype=np.intp)] = 1.0
-        gram = (weighted.T @ rows).toarray()
-        A = anchor_label_solve(gram, np.asarray(weighted.T @ targets), self.laplacian,
-                               graph_weight)
-        # Liu et al.'s class normalisation by the mean soft label of each class
-        means = self.degrees @ A / self.node_total
-        means = np.where(np.abs(means) > 1e-12, means, 1e-12)
-        return A / means
+        gram, right, _, _ = self._labeled_system(positions, class_index, n_classes,
+                                                 labeled_weights)
+        return self._normalized(anchor_label_solve(gram, right, self.laplacian,
+                                                   graph_weight))
+
+    def held_out_class_values(self, positions, class_index, n_classes, held_out,
+                              labeled_weights=None, graph_weight=GRAPH_WEIGHT):
+        r""":meth:`class_values` of the labeled rows ``positions`` (labels ``class_index``,
+        weights ``labeled_weights``) but those at the places ``held_out[f]`` of
+        ``positions``, for each ``f``: one factor of the matrix of all of them and a
+        low-rank correction a fold
+        (:func:`~stochsvm._core.anchors.anchor_label_solves_without`). A list of
+        ``(m, n_classes)`` arrays."""
+        gram, right, scaled, targets = self._labeled_system(positions, class_index,
+                                                            n_classes, labeled_weights)
+        removed = [(scaled[places], np.asarray(scaled[places].T @ targets[places]))
+                   for places in held_out]
+        return [self._normalized(A) for A in anchor_label_solves_without(
+            gram, right, self.laplacian, graph_weight, removed)]
 
     def anchor_values(self, positions, y_signed, labeled_weights=None):
         r"""The anchor values :math:`v` of the labels ``y_signed`` (+1 / -1) of the labeled

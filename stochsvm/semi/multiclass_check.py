@@ -47,12 +47,17 @@ from ._base import resolve_semi_supervised_gamma
 from .anchor_graph_labels import build_anchor_graph_labels
 from .safe_selection import kernel_matrix, supervised_subset
 
-__all__ = ["MINIMUM_MULTICLASS_LABELS", "MULTICLASS_ANCHORS", "MULTICLASS_FOLDS",
-           "MULTICLASS_GRAPH_WEIGHT", "MULTICLASS_THRESHOLD", "fit_multiclass", "held_out_ranks",
-           "one_vs_one_models", "rank_statistic"]
+__all__ = ["MAXIMUM_MULTICLASS_ANCHORS", "MINIMUM_MULTICLASS_LABELS", "MULTICLASS_ANCHORS", "MULTICLASS_FOLDS",
+           "MULTICLASS_GRAPH_WEIGHT", "MULTICLASS_THRESHOLD", "UNLABELED_ROWS_PER_ANCHOR",
+           "fit_multiclass", "held_out_ranks", "multiclass_anchor_count", "one_vs_one_models",
+           "rank_statistic"]
 
-#: anchors of the multiclass AGR (at most half the unlabeled rows)
+#: anchors of the multiclass AGR: one per ``UNLABELED_ROWS_PER_ANCHOR`` unlabeled rows,
+#: at least ``MULTICLASS_ANCHORS`` and at most ``MAXIMUM_MULTICLASS_ANCHORS`` (and at most half
+#: the unlabeled rows, :func:`~stochsvm.semi.anchor_graph_labels.anchor_graph_labels_count`)
 MULTICLASS_ANCHORS = 512
+MAXIMUM_MULTICLASS_ANCHORS = 2048
+UNLABELED_ROWS_PER_ANCHOR = 8
 #: :math:`\gamma`, the weight of the graph term of the multiclass AGR
 MULTICLASS_GRAPH_WEIGHT = 0.1
 #: folds of the labels (fewer when a class has fewer labels)
@@ -65,6 +70,15 @@ MULTICLASS_FOLDS = 10
 MULTICLASS_THRESHOLD = 1.5
 #: below this many labels (all classes together) the check certifies nothing
 MINIMUM_MULTICLASS_LABELS = 20
+
+
+def multiclass_anchor_count(n_unlabeled):
+    """The anchors of the multiclass AGR for ``n_unlabeled`` unlabeled rows
+    (:data:`MULTICLASS_ANCHORS`): ``n_unlabeled // UNLABELED_ROWS_PER_ANCHOR`` within
+    ``[MULTICLASS_ANCHORS, MAXIMUM_MULTICLASS_ANCHORS]``. More anchors make a finer graph
+    where there are rows to tie to them; the cost of the ``m x m`` solves bounds them."""
+    return int(min(MAXIMUM_MULTICLASS_ANCHORS,
+                   max(MULTICLASS_ANCHORS, n_unlabeled // UNLABELED_ROWS_PER_ANCHOR)))
 
 
 def _labeled_svc(X_labeled, class_index, n_classes, *, C, gamma, kernel, sample_weight=None):
@@ -155,13 +169,23 @@ def held_out_ranks(graph, X_labeled, class_index, n_classes, folds, *, C, gamma,
     other labels are unlabeled nodes of its graph) and of the ``SVC``
     (:func:`~stochsvm._core.multiclass.one_vs_one_scores`, whose top is
     ``SVC(break_ties=True)``'s prediction), each trained on the training labels of the fold
-    (``(train, held_out)`` positions of the labels)."""
+    (``(train, held_out)`` positions of the labels, each fold a partition of the same
+    labels). AGR's models of the folds come from one factor of the matrix of all those labels
+    (:meth:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels.held_out_class_values`)."""
     graph_ranks, supervised_ranks = [], []
+    labels = np.sort(np.concatenate(folds[0])) if folds else np.zeros(0, dtype=np.intp)
     for train, held_out in folds:
+        if train.size + held_out.size != labels.size or not np.array_equal(
+                np.sort(np.concatenate([train, held_out])), labels):
+            raise ValueError("the folds of held_out_ranks must partition the same labels")
+    fold_values = graph.held_out_class_values(
+        labels, class_index[labels], n_classes,
+        [np.searchsorted(labels, held_out) for _, held_out in folds],
+        None if labeled_weights is None else labeled_weights[labels],
+        MULTICLASS_GRAPH_WEIGHT)
+    for (train, held_out), values in zip(folds, fold_values):
         truth = class_index[held_out]
         weights = None if labeled_weights is None else labeled_weights[train]
-        values = graph.class_values(train, class_index[train], n_classes, weights,
-                                    MULTICLASS_GRAPH_WEIGHT)
         graph_ranks.append(_true_class_ranks(graph.labeled_decision(held_out, values), truth))
         machine, dense, resolved = _labeled_svc(X_labeled[train], class_index[train], n_classes,
                                                 C=C, gamma=gamma, kernel=kernel,
@@ -223,7 +247,7 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
     C, gamma, kernel
         The ``SVC``'s (``gamma`` as :func:`one_vs_one_models` takes it).
     n_anchors : int or None
-        Anchors of AGR; ``None`` gives :data:`MULTICLASS_ANCHORS` (at most half the
+        Anchors of AGR; ``None`` gives :func:`multiclass_anchor_count` (at most half the
         unlabeled rows either way).
     n_neighbors : int
     seed : int
@@ -251,7 +275,8 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
     if not too_few:
         graph = build_anchor_graph_labels(
             X_labeled, unlabeled_rows, n_unlabeled,
-            MULTICLASS_ANCHORS if n_anchors is None else n_anchors, n_neighbors, seed,
+            multiclass_anchor_count(n_unlabeled) if n_anchors is None else n_anchors,
+            n_neighbors, seed,
             weights)
         n_folds = int(min(MULTICLASS_FOLDS, np.bincount(class_index[checked]).min()))
         folds = [(checked[train], checked[held_out]) for train, held_out
