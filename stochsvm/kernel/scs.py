@@ -247,8 +247,9 @@ from .._core.threads import fit_threads, using_threads
 from ._base import BaseKernelClassifier, check_gram_budget
 from .fixed_point import FIXED_KERNELS, FIXED_STORAGE, fixed_step, storage_dtype
 from .row_sources import InMemoryRows, is_row_source
-from .scs_adaptive import CALIBRATION_POINTS, MINIMUM_HELD_OUT, fit_adaptive
-from .scs_array_api import fit_adaptive_in_namespace
+from .scs_adaptive import (CALIBRATION_POINTS, MINIMUM_HELD_OUT, CompiledSample,
+                           fit_adaptive)
+from .scs_array_api import NamespaceSample
 from .scs_every_iteration import fit_every_iteration
 
 __all__ = ["DEFAULT_MAX_SAMPLES", "SCSKernelSVC", "SCSSettings"]
@@ -707,7 +708,9 @@ class SCSKernelSVC(BaseKernelClassifier):
         with using_threads(settings.threads):
             if settings.sampling == "adaptive":
                 source = X if is_row_source(X) else InMemoryRows(X, signs, weights)
-                return fit_adaptive(settings, kernel, source, rng, index, monitor)
+                order = rng.permutation(source.shape[0])
+                return fit_adaptive(settings, CompiledSample(settings, kernel, source, order),
+                                    index, monitor)
             return fit_every_iteration(settings, kernel, X, signs, weights, rng, index,
                                        monitor)
 
@@ -734,8 +737,11 @@ class SCSKernelSVC(BaseKernelClassifier):
         kernel = partial(self._kernel_values_in_namespace, namespace=namespace)
         kernel_on_the_fly = partial(self._kernel_values_in_namespace, namespace=namespace,
                                     dtype="float64")
-        return fit_adaptive_in_namespace(settings, kernel, kernel_on_the_fly, X, signs,
-                                         weights, rng, index, monitor, namespace)
+        sample = NamespaceSample(settings, kernel, kernel_on_the_fly, X, signs, weights,
+                                 rng.permutation(X.shape[0]), namespace)
+        (indices, coefficients), history, iterations, extras = fit_adaptive(
+            settings, sample, index, monitor)
+        return indices, coefficients, history, iterations, extras
 
     def fit(self, X, y, sample_weight=None):
         """Fit by Alg. 1 (one binary problem, or one per class for more than two classes).

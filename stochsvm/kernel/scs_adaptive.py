@@ -63,7 +63,7 @@ from .scs_iterations import (
     sample_iterations,
 )
 
-__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "COMPUTED_PRODUCT_FEATURES", "MINIMUM_HELD_OUT",
+__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "CompiledSample", "COMPUTED_PRODUCT_FEATURES", "MINIMUM_HELD_OUT",
            "cache_end", "column_preparation", "fit_adaptive", "grow", "held_out_values",
            "problem_result", "rescale_hinge", "streamed_scores", "test_size",
            "validation_scores", "validation_test", "warn_about_problem"]
@@ -82,181 +82,58 @@ MINIMUM_HELD_OUT = 200
 HELD_OUT_BLOCK_BYTES = 64 * 2**20
 
 
-def fit_adaptive(settings, kernel, source, rng, index, monitor):
-    """One binary problem with adaptive sampling: compiled iterations on a fixed
-    :math:`S_k`, the validation test of :math:`T_k` between them (module docstring of
-    :mod:`stochsvm.kernel.scs`).
+def fit_adaptive(settings, sample, index, monitor):
+    r"""One binary problem with adaptive sampling: iterations on a fixed :math:`S_k`, the
+    validation test of :math:`T_k` between chunks of them (module docstring of
+    :mod:`stochsvm.kernel.scs`). The one schedule of Alg. 1 for the host and for devices.
 
-    ``settings`` is the fit's :class:`~stochsvm.kernel.scs.SCSSettings`; ``kernel(A, B,
-    out=None)`` the fitted kernel (values plus the intercept's offset); ``source`` a row
-    source (:mod:`stochsvm.kernel.row_sources`); ``monitor`` the problem's
-    :class:`~stochsvm._core.monitor.TrainingMonitor`. Returns ``(coefficients over all n
-    samples, history, iterations, extras)``.
+    ``settings`` is the fit's :class:`~stochsvm.kernel.scs.SCSSettings`; ``sample`` the
+    problem's sample :math:`S_k` where it is computed, which does the work the schedule
+    decides on: :class:`CompiledSample` (NumPy rows or a row source, compiled iterations) or
+    :class:`~stochsvm.kernel.scs_array_api.NamespaceSample` (the arrays of a device). Its
+    operations: ``iterate(first, last, records)`` (iterations ``first, ..., last - 1`` on
+    :math:`S_k`), ``test(count)`` (the statistics of :func:`validation_test` on the next
+    ``count`` points), ``grow(count, iteration)`` (:math:`S_{k+1} = S_k \cup T_k`),
+    ``model()``, ``transfers()``, ``held_out_values()`` and ``result()``; its attributes
+    ``n``, ``size``, ``cached``, ``scale`` (the first step length, the unit of the radii),
+    ``norm``, ``delta`` and ``accepted_steps``. ``monitor`` is the problem's
+    :class:`~stochsvm._core.monitor.TrainingMonitor`.
 
-    The training rows are read only through ``source.take_rows(order[start:stop])``:
-    :math:`S_0 = ` ``order[:size]`` once, then each new :math:`T_k` (the next points of
-    the permutation) once; :math:`S_k` grows by rows already read. The labels and
-    weights of a sample arrive with its rows."""
-    n, capacity, C = source.shape[0], settings.capacity, settings.C
-    euclidean = settings.euclidean
-    order = rng.permutation(n)
-    # S_k = order[:size], T_k = the next points of order
-    size = settings.initial_samples
-    # Q^k in the leading size x size block of a cached x cached matrix, rows of T_k
-    # below it; its pages are only touched as S_k grows. Past `cached` samples, the other
-    # kernel values are computed on the fly from the points of S_k (kernel_rows)
-    cached = settings.cached
-    # Q^k in the kernel's float type, or in 16-bit fixed point of unit `step`
-    # (stochsvm.kernel.fixed_point; 1 for a float matrix)
-    step = settings.kernel_step
-    gram = kernel_matrix_buffer(cached, storage_dtype(settings.kernel_storage))
-
-    points = rows_record = None
-    if cached < capacity:
-        points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
-        rows_record = kernel_rows_record(
-            points, cached, *settings.kernel_rows, step, slots=settings.row_slots,
-            dtype=storage_dtype(settings.kernel_storage))
-    # past the budget with few features, the cached blocks are computed from the points as
-    # the values past them are (kernel_rows.computed_block): the same bits either way
-    computed = points is not None and points.shape[0] <= COMPUTED_PRODUCT_FEATURES
-
-    def store(A, B, out, first_row, first_column):
-        """The kernel block of the rows ``A`` and ``B``, the points ``first_row, ...`` and
-        ``first_column, ...`` of S_k and T_k, into ``out``."""
-        if computed:
-            return computed_block(rows_record, first_row, first_column, out)
-        return store_kernel(kernel, A, B, out, step, settings.threads)
-    # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
-    labels = np.zeros(capacity)
-    sample_weights = np.zeros(capacity)
-    sample_rows, labels[:size], sample_weights[:size] = source.take_rows(order[:size])
-    if points is not None:
-        append_points(points, sample_rows, 0)
-    # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
-    # rank-k update whose rounding differs from the product of two arrays (the models of
-    # earlier versions, which indexed X twice, stay the same bit for bit)
-    store(sample_rows, sample_rows.copy(), gram[:size, :size], 0, 0)
-    if points is not None:
-        cached = cache_end(settings, size, capacity, cached)
-        rows_record.parameters[CACHED] = cached
-    source.prefetch(order[size:size + test_size(settings, size, capacity, cached)])
-    costs = C * sample_weights * (n / size)
-    iterate = Iterate(*np.zeros((6, capacity)))
-    a, q_a, d, q_d, hinge, q_hinge = iterate
-    work = np.zeros((N_WORK, capacity))
-    # Alg. 1 step 4: d_0 = -g_0 at a = 0 (written by the compiled iterations), and the unit
-    # of the radii (first step length)
-    metric = iteration_settings()
-    metric[EUCLIDEAN] = 1.0 if euclidean else 0.0
-    metric[KERNEL_STEP] = step
-    first_direction = np.zeros(N_STATE)
-    first_direction[[FRESH, INITIAL]] = 1.0
-    sample_iterations(gram, size, labels, costs, iterate, work, metric, first_direction,
-                      np.zeros((1, N_RECORDS)), 0, 0)
-    g, q_g = work[2], work[3]
-    squared = float(g[:size] @ (g[:size] if euclidean else q_g[:size]))
-    norm = np.sqrt(max(squared, 0.0))
-    scale = first_step_length(labels[:size] * q_a[:size], labels[:size] * q_d[:size],
-                              costs[:size], float(d[:size] @ q_a[:size]),
-                              float(d[:size] @ q_d[:size]), norm)
-    # the constants of the compiled iterations, the radii in units of the first step length
-    constants = iteration_settings()
-    constants[[SUFFICIENT_DECREASE, CURVATURE, DIVISOR, ETA2, RADIUS_FACTOR]] = (
-        settings.sufficient_decrease, settings.curvature, settings.divisor, settings.eta2,
-        settings.radius_factor)
-    constants[[EPSILON, DELTA_MIN, DELTA_MAX, DELTA_RESET]] = np.array(
-        [settings.tol, settings.delta_min, settings.delta_max, settings.delta_init]) * scale
-    constants[STALL_TOL] = settings.stall_tol
-    constants[PATIENCE] = settings.patience or 0
-    constants[EUCLIDEAN] = 1.0 if euclidean else 0.0
-    constants[KERNEL_STEP] = step
-    state = np.zeros(N_STATE)
-    state[DELTA] = settings.delta_init * scale
-    state[NORM] = norm
-    state[RESTART_VALUE] = np.inf
-    state[FRESH] = 1.0
+    Returns ``(sample.result(), history, iterations, extras)``."""
+    n, capacity = sample.n, settings.capacity
     records = np.zeros((settings.max_iter, N_RECORDS))
     check_every = settings.patience or 50
     next_check = check_every
-    tested = 0  # |T_k| whose kernel rows against S_k sit below Q^k in `gram`
-    previous = None  # the incumbent when S_k last grew (coefficients over S_{k-1})
     iteration = 0
     stop = converged = stalled = False
     while iteration < settings.max_iter and not stop:
+        size = sample.size  # |S_k| during these iterations
         if monitor.callback is not None:
             chunk_end = iteration + 1
         elif size < capacity:
             chunk_end = min(settings.max_iter, next_check)
         else:
             chunk_end = settings.max_iter
-        # bounded in work as well: Ctrl-C is handled between chunks of compiled iterations
+        # bounded in work as well: Ctrl-C is handled between chunks of iterations
         chunk_end = min(chunk_end, iteration + max(1, int(CHUNK_WORK // (size * size))))
-        done, event = sample_iterations(
-            gram, size, labels, costs, iterate, work, constants, state, records, iteration,
-            chunk_end, rows=rows_record)
+        done, event = sample.iterate(iteration, chunk_end, records)
         finished = event != EVENT_BUDGET  # the stopping rule or the stall rule held
         test = None
-        chunk_size = size  # |S_k| during these iterations
         if size < capacity and (finished or done >= next_check):
             # steps 9-13: T_k, the next points of the permutation (independent of S_k),
             # estimates F at the incumbent; S_k grows when it disagrees with f_k
             next_check = done + check_every
-            count = test_size(settings, size, capacity, cached)
-            # the rows of T_k fit below Q^k in `gram` until S_k reaches `cached`; past it
-            # their kernel values are computed at every test, and only products are kept
-            streamed = size + count > cached
-            if tested != count:
-                (test_rows, labels[size:size + count],
-                 sample_weights[size:size + count]) = source.take_rows(
-                    order[size:size + count])
-                if points is not None:  # T_k after S_k: the points of its rows
-                    append_points(points, test_rows, size)
-                if not streamed:
-                    store(test_rows, sample_rows, gram[size:size + count, :size], size, 0)
-                tested = count
-            if streamed:
-                scores, before, step_scores, hinge_scores = streamed_scores(
-                    kernel, test_rows, sample_rows, a, d, size, previous,
-                    settings.kernel_dtype, hinge, settings.threads, rows_record,
-                    column_preparation(settings))
-            else:
-                scores, before = validation_scores(gram, size, count, a, previous, step,
-                                                   settings.threads)
-            test, error_bound, gain = validation_test(
-                settings, scores, before, size, count, labels, sample_weights, a, q_a, n)
+            count = test_size(settings, size, capacity, sample.cached)
+            test, error_bound, gain = sample.test(count)
             if test > settings.sampling_tol and (settings.error_tol == 0.0 or min(
                     error_bound, gain) > settings.error_tol):
-                # the incumbent on S_k, against which the next T_k measures the gain
-                previous = a[:size].copy()
-                if streamed:
-                    q_a[size:size + count] = scores
-                    q_d[size:size + count] = step_scores
-                    q_hinge[size:size + count] = hinge_scores
-                else:
-                    grow(store, test_rows, gram, size, count, iterate, settings.threads,
-                         step)
-                sample_rows = stack_rows(sample_rows, test_rows)
-                size += count
-                tested = 0
-                if points is not None:
-                    cached = cache_end(settings, size, capacity, cached)
-                    rows_record.parameters[CACHED] = cached
-                if size < capacity:  # the next T_k travels while the iterations run
-                    following = test_size(settings, size, capacity, cached)
-                    source.prefetch(order[size:size + following])
-                costs = C * sample_weights * (n / size)
-                rescale_hinge(iterate, costs, labels, size - count, size)
-                state[[RESTART, NULL_STEP, SPREAD]] = (1.0, 0.0, 0.0)
-                state[DELTA] = settings.delta_init * scale
-                state[RESTART_VALUE] = np.inf
-                state[PLATEAU_START] = done
+                sample.grow(count, done)
                 records[done - 1, RECORD_STALLED] = 0.0
                 finished = False
         rows = records[iteration:done].copy()
-        rows[:, RECORD_DELTA] /= scale
+        rows[:, RECORD_DELTA] /= sample.scale
         seconds = monitor.elapsed()
-        entries = [{"iteration": number, "samples": chunk_size, "objective": objective,
+        entries = [{"iteration": number, "samples": size, "objective": objective,
                     "direction_norm": length, "delta": radius, "step": step,
                     "accepted": accepted > 0.0, "line_search": int(outcome),
                     "stalled": stalled_flag > 0.0, "seconds": seconds}
@@ -265,28 +142,229 @@ def fit_adaptive(settings, kernel, source, rng, index, monitor):
         if test is not None and entries:
             entries[-1]["validation_gap"] = float(test)
             entries[-1]["validation_gain"] = float(gain)
-        transfers = source.totals()  # dask input: the rows and bytes moved so far
+        transfers = sample.transfers()  # dask input: the rows and bytes moved so far
         for record in entries:
             record.update(transfers)
-            model = None
-            if monitor.callback is not None:
-                model = {"coefficients": a[:size].copy(), "indices": order[:size].copy()}
+            model = sample.model() if monitor.callback is not None else None
             stop = monitor.record(record, model) or stop
         iteration = done
         if finished:
             converged = event == EVENT_CONVERGED
             stalled = event == EVENT_STALLED
             break
-    result = problem_result(
-        settings, index, n, order, a, size, capacity, iteration, int(state[ACCEPTED_STEPS]),
-        converged, stalled, monitor, state[NORM], state[DELTA], scale,
-        records[max(iteration - 1, 0), RECORD_OBJECTIVE])
+    warn_about_problem(settings, index, n, sample.size, capacity, iteration,
+                       sample.accepted_steps, converged, stalled, monitor, sample.norm,
+                       sample.delta, sample.scale, records[max(iteration - 1, 0),
+                                                           RECORD_OBJECTIVE])
+    extras = {"sample_size": sample.size, "sample_capacity": capacity}
     if settings.calibration_points:
-        # past `cached`, no kernel row of T_k is kept
-        result[3]["held_out"] = held_out_values(
-            settings, kernel, source, order, size, tested if size + tested <= cached else 0,
-            gram, sample_rows, a, labels, sample_weights, step, settings.threads)
-    return result
+        extras["held_out"] = sample.held_out_values()
+    return sample.result(), monitor.history, iteration, extras
+
+
+class CompiledSample:
+    r""":math:`S_k` in host memory for :func:`fit_adaptive`: :math:`Q^k` in the leading
+    block of a ``cached x cached`` matrix (float, or 16-bit of unit ``settings.kernel_step``,
+    :mod:`stochsvm.kernel.fixed_point`) with the rows of :math:`T_k` below it, the kernel
+    values past ``cached`` samples computed on the fly from the points of :math:`S_k`
+    (:mod:`stochsvm.kernel.kernel_rows`), and the compiled iterations of
+    :mod:`stochsvm.kernel.scs_iterations`.
+
+    The training rows are read only through ``source.take_rows(order[start:stop])`` (a row
+    source, :mod:`stochsvm.kernel.row_sources`): :math:`S_0 = ` ``order[:size]`` once, then
+    each new :math:`T_k` (the next points of the permutation ``order``) once; :math:`S_k`
+    grows by rows already read. The labels and weights of a sample arrive with its rows.
+    ``kernel(A, B, out=None)`` is the fitted kernel (values plus the intercept's offset)."""
+
+    def __init__(self, settings, kernel, source, order):
+        self.settings, self.kernel, self.source, self.order = settings, kernel, source, order
+        self.n = n = source.shape[0]
+        capacity = settings.capacity
+        self.size = size = settings.initial_samples
+        self.cached = cached = settings.cached
+        self.step = step = settings.kernel_step
+        self.gram = kernel_matrix_buffer(cached, storage_dtype(settings.kernel_storage))
+        self.points = self.rows_record = None
+        if cached < capacity:
+            self.points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
+            self.rows_record = kernel_rows_record(
+                self.points, cached, *settings.kernel_rows, step, slots=settings.row_slots,
+                dtype=storage_dtype(settings.kernel_storage))
+        # past the budget with few features, the cached blocks are computed from the points
+        # as the values past them are (kernel_rows.computed_block): the same bits either way
+        self.computed = (self.points is not None
+                         and self.points.shape[0] <= COMPUTED_PRODUCT_FEATURES)
+        # y_i and s_i of S_k (and of T_k below it), in the order of the permutation
+        self.labels = np.zeros(capacity)
+        self.sample_weights = np.zeros(capacity)
+        self.sample_rows, self.labels[:size], self.sample_weights[:size] = source.take_rows(
+            order[:size])
+        if self.points is not None:
+            append_points(self.points, self.sample_rows, 0)
+        # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
+        # rank-k update whose rounding differs from the product of two arrays
+        self._store(self.sample_rows, self.sample_rows.copy(), self.gram[:size, :size], 0, 0)
+        if self.points is not None:
+            self.cached = cache_end(settings, size, capacity, cached)
+            self.rows_record.parameters[CACHED] = self.cached
+        source.prefetch(order[size:size + test_size(settings, size, capacity, self.cached)])
+        self.costs = settings.C * self.sample_weights * (n / size)
+        self.iterate_vectors = Iterate(*np.zeros((6, capacity)))
+        self.work = np.zeros((N_WORK, capacity))
+        self._first_direction()
+        self.tested = 0  # |T_k| whose kernel rows against S_k sit below Q^k in `gram`
+        self.test_rows = None
+        self.previous = None  # the incumbent when S_k last grew (coefficients over S_{k-1})
+
+    def _store(self, A, B, out, first_row, first_column):
+        """The kernel block of the rows ``A`` and ``B``, the points ``first_row, ...`` and
+        ``first_column, ...`` of S_k and T_k, into ``out``."""
+        if self.computed:
+            return computed_block(self.rows_record, first_row, first_column, out)
+        return store_kernel(self.kernel, A, B, out, self.step, self.settings.threads)
+
+    def _first_direction(self):
+        """Alg. 1 step 4: d_0 = -g_0 at a = 0 (written by the compiled iterations), the unit
+        of the radii (first step length), and the constants and state of the iterations."""
+        settings, size, step = self.settings, self.size, self.step
+        euclidean = settings.euclidean
+        a, q_a, d, q_d, hinge, q_hinge = self.iterate_vectors
+        metric = iteration_settings()
+        metric[EUCLIDEAN] = 1.0 if euclidean else 0.0
+        metric[KERNEL_STEP] = step
+        first_direction = np.zeros(N_STATE)
+        first_direction[[FRESH, INITIAL]] = 1.0
+        sample_iterations(self.gram, size, self.labels, self.costs, self.iterate_vectors,
+                          self.work, metric, first_direction, np.zeros((1, N_RECORDS)), 0, 0)
+        g, q_g = self.work[2], self.work[3]
+        squared = float(g[:size] @ (g[:size] if euclidean else q_g[:size]))
+        norm = np.sqrt(max(squared, 0.0))
+        labels, costs = self.labels[:size], self.costs[:size]
+        self.scale = scale = first_step_length(
+            labels * q_a[:size], labels * q_d[:size], costs, float(d[:size] @ q_a[:size]),
+            float(d[:size] @ q_d[:size]), norm)
+        # the constants of the compiled iterations, the radii in units of the first step
+        constants = iteration_settings()
+        constants[[SUFFICIENT_DECREASE, CURVATURE, DIVISOR, ETA2, RADIUS_FACTOR]] = (
+            settings.sufficient_decrease, settings.curvature, settings.divisor, settings.eta2,
+            settings.radius_factor)
+        constants[[EPSILON, DELTA_MIN, DELTA_MAX, DELTA_RESET]] = np.array(
+            [settings.tol, settings.delta_min, settings.delta_max, settings.delta_init]) * scale
+        constants[STALL_TOL] = settings.stall_tol
+        constants[PATIENCE] = settings.patience or 0
+        constants[EUCLIDEAN] = 1.0 if euclidean else 0.0
+        constants[KERNEL_STEP] = step
+        self.constants = constants
+        self.state = state = np.zeros(N_STATE)
+        state[DELTA] = settings.delta_init * scale
+        state[NORM] = norm
+        state[RESTART_VALUE] = np.inf
+        state[FRESH] = 1.0
+
+    @property
+    def norm(self):
+        return self.state[NORM]
+
+    @property
+    def delta(self):
+        return self.state[DELTA]
+
+    @property
+    def accepted_steps(self):
+        return int(self.state[ACCEPTED_STEPS])
+
+    def iterate(self, first, last, records):
+        """Iterations ``first, ..., last - 1`` on :math:`S_k`
+        (:func:`~stochsvm.kernel.scs_iterations.sample_iterations`): ``(done, event)``."""
+        return sample_iterations(self.gram, self.size, self.labels, self.costs,
+                                 self.iterate_vectors, self.work, self.constants, self.state,
+                                 records, first, last, rows=self.rows_record)
+
+    def test(self, count):
+        """The statistics of :func:`validation_test` on :math:`T_k`, the ``count`` points
+        after :math:`S_k`: their rows read once, their kernel rows against :math:`S_k`
+        stored below :math:`Q^k` until :math:`S_k` reaches ``cached`` (past it computed at
+        every test, and only the products a growth needs kept)."""
+        settings, size = self.settings, self.size
+        iterate = self.iterate_vectors
+        self.streamed = streamed = size + count > self.cached
+        if self.tested != count:
+            (self.test_rows, self.labels[size:size + count],
+             self.sample_weights[size:size + count]) = self.source.take_rows(
+                self.order[size:size + count])
+            if self.points is not None:  # T_k after S_k: the points of its rows
+                append_points(self.points, self.test_rows, size)
+            if not streamed:
+                self._store(self.test_rows, self.sample_rows,
+                            self.gram[size:size + count, :size], size, 0)
+            self.tested = count
+        if streamed:
+            scores, before, self.step_scores, self.hinge_scores = streamed_scores(
+                self.kernel, self.test_rows, self.sample_rows, iterate.a, iterate.d, size,
+                self.previous, settings.kernel_dtype, iterate.hinge, settings.threads,
+                self.rows_record, column_preparation(settings))
+            self.test_scores = scores
+        else:
+            scores, before = validation_scores(self.gram, size, count, iterate.a,
+                                               self.previous, self.step, settings.threads)
+        return validation_test(settings, scores, before, size, count, self.labels,
+                               self.sample_weights, iterate.a, iterate.q_a, self.n)
+
+    def grow(self, count, iteration):
+        r"""Steps 9-11 after :meth:`test` of ``count`` points: :math:`S_{k+1} = S_k \cup
+        T_k`, the costs of the larger sample, and the state of a fresh start on it at
+        ``iteration``."""
+        settings, size, iterate = self.settings, self.size, self.iterate_vectors
+        # the incumbent on S_k, against which the next T_k measures the gain
+        self.previous = iterate.a[:size].copy()
+        if self.streamed:
+            iterate.q_a[size:size + count] = self.test_scores
+            iterate.q_d[size:size + count] = self.step_scores
+            iterate.q_hinge[size:size + count] = self.hinge_scores
+        else:
+            grow(self._store, self.test_rows, self.gram, size, count, iterate,
+                 settings.threads, self.step)
+        self.sample_rows = stack_rows(self.sample_rows, self.test_rows)
+        self.size = size = size + count
+        self.tested = 0
+        if self.points is not None:
+            self.cached = cache_end(settings, size, settings.capacity, self.cached)
+            self.rows_record.parameters[CACHED] = self.cached
+        if size < settings.capacity:  # the next T_k travels while the iterations run
+            following = test_size(settings, size, settings.capacity, self.cached)
+            self.source.prefetch(self.order[size:size + following])
+        self.costs = settings.C * self.sample_weights * (self.n / size)
+        rescale_hinge(iterate, self.costs, self.labels, size - count, size)
+        state = self.state
+        state[[RESTART, NULL_STEP, SPREAD]] = (1.0, 0.0, 0.0)
+        state[DELTA] = settings.delta_init * self.scale
+        state[RESTART_VALUE] = np.inf
+        state[PLATEAU_START] = iteration
+
+    def model(self):
+        """The incumbent for a callback: coefficients over :math:`S_k` and its positions."""
+        return {"coefficients": self.iterate_vectors.a[:self.size].copy(),
+                "indices": self.order[:self.size].copy()}
+
+    def transfers(self):
+        """The rows and bytes the source moved so far (dask input)."""
+        return self.source.totals()
+
+    def held_out_values(self):
+        """:func:`held_out_values` of the final model (past ``cached``, no kernel row of
+        :math:`T_k` is kept)."""
+        size, tested = self.size, self.tested
+        return held_out_values(
+            self.settings, self.kernel, self.source, self.order, size,
+            tested if size + tested <= self.cached else 0, self.gram, self.sample_rows,
+            self.iterate_vectors.a, self.labels, self.sample_weights, self.step,
+            self.settings.threads)
+
+    def result(self):
+        """The coefficients over all ``n`` samples."""
+        coefficients = np.zeros(self.n)
+        coefficients[self.order[:self.size]] = self.iterate_vectors.a[:self.size]
+        return coefficients
 
 
 def held_out_values(settings, kernel, source, order, size, tested, gram, sample_rows, a,

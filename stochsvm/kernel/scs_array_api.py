@@ -1,12 +1,8 @@
-r"""SCS with adaptive sampling in array-API operations: the default schedule of
-:class:`~stochsvm.kernel.SCSKernelSVC` on the device of its input (CuPy, PyTorch, ...).
-
-The schedule of :func:`~stochsvm.kernel.scs_adaptive.fit_adaptive` (module docstring of
-:mod:`stochsvm.kernel.scs`), step for step: iterations of Alg. 1 on a fixed sample
-:math:`S_k` (:func:`~stochsvm.kernel.scs_array_api_iterations.sample_iterations_in_namespace`),
-and between chunks of them the test of the next points :math:`T_k` of a random permutation on
-the incumbent (steps 12-13), which decides whether :math:`S_k` grows by :math:`T_k`
-(steps 9-11).
+r"""SCS with adaptive sampling on the device of its input (CuPy, PyTorch, ...): the sample
+:math:`S_k` of :func:`~stochsvm.kernel.scs_adaptive.fit_adaptive`, the one schedule of Alg. 1
+(module docstring of :mod:`stochsvm.kernel.scs`), in array-API operations
+(:class:`NamespaceSample`; the iterations on a fixed :math:`S_k` are
+:func:`~stochsvm.kernel.scs_array_api_iterations.sample_iterations_in_namespace`).
 
 What lives where:
 
@@ -38,7 +34,7 @@ from array_api_compat import device as array_device
 
 from .._core.array_api import host_floats, to_numpy
 from ._conjugate import first_step_length
-from .scs_adaptive import CHUNK_WORK, HELD_OUT_BLOCK_BYTES, test_size, warn_about_problem
+from .scs_adaptive import HELD_OUT_BLOCK_BYTES
 from .scs_array_api_iterations import (
     IterationConstants,
     IterationState,
@@ -46,18 +42,10 @@ from .scs_array_api_iterations import (
     SampleMatrix,
     sample_iterations_in_namespace,
 )
-from .scs_iterations import (
-    EVENT_BUDGET,
-    EVENT_CONVERGED,
-    EVENT_STALLED,
-    N_RECORDS,
-    RECORD_DELTA,
-    RECORD_OBJECTIVE,
-    RECORD_STALLED,
-)
 from .kernel_rows import STREAM_BLOCK_BYTES
+from .scs_iterations import N_RECORDS
 
-__all__ = ["fit_adaptive_in_namespace", "held_out_values_in_namespace",
+__all__ = ["NamespaceSample", "held_out_values_in_namespace",
            "validation_test_in_namespace"]
 
 
@@ -92,9 +80,10 @@ def _padded(vector, size, namespace):
                                        device=array_device(vector))])
 
 
-def fit_adaptive_in_namespace(settings, kernel, kernel_on_the_fly, X, signs, weights, rng,
-                              index, monitor, namespace):
-    r"""One binary problem with adaptive sampling on the device of ``X`` (module docstring).
+class NamespaceSample:
+    r""":math:`S_k` on the device of ``X`` for :func:`~stochsvm.kernel.scs_adaptive.
+    fit_adaptive` (module docstring): the operations of
+    :class:`~stochsvm.kernel.scs_adaptive.CompiledSample` in array-API operations.
 
     Parameters
     ----------
@@ -108,178 +97,183 @@ def fit_adaptive_in_namespace(settings, kernel, kernel_on_the_fly, X, signs, wei
     X : array of the namespace of shape (n_samples, n_features)
     signs, weights : ndarray of shape (n_samples,)
         Host signed labels and sample weights.
-    rng : RandomState
-        The problem's generator (the permutation is drawn from it as in the NumPy path).
-    index : int
-        The binary problem.
-    monitor : TrainingMonitor
+    order : ndarray of shape (n_samples,)
+        The random permutation of the samples (host): :math:`S_0` its first points, each
+        :math:`T_k` the next ones.
     namespace : module
-
-    Returns
-    -------
-    indices : ndarray of shape (|S_k|,)
-        Host training positions of :math:`S_k`.
-    coefficients : array of the namespace of shape (|S_k|,)
-        The incumbent's coefficients over :math:`S_k` (float64).
-    history : list of dict
-    iterations : int
-    extras : dict
-        ``sample_size``, ``sample_capacity`` and, with ``probability=True``, ``held_out``
-        (host decision values of the points after :math:`S_k`).
     """
-    xp = namespace
-    device = array_device(X)
-    n, capacity, C = X.shape[0], settings.capacity, settings.C
-    euclidean = settings.euclidean
-    order = rng.permutation(n)
 
-    def rows_of(start, stop):
-        return xp.take(X, _on_device(order[start:stop], xp, device, xp.int64), axis=0)
+    def __init__(self, settings, kernel, kernel_on_the_fly, X, signs, weights, order,
+                 namespace):
+        xp = self.namespace = namespace
+        self.device = device = array_device(X)
+        self.settings, self.kernel, self.X, self.order = settings, kernel, X, order
+        self.n = n = X.shape[0]
+        self.cached = settings.cached
+        # y_i and s_i in the order of the permutation: S_k = order[:size], T_k the next ones
+        self.labels_host = signs[order].astype(np.float64)
+        self.weights_host = weights[order].astype(np.float64)
+        self.size = size = settings.initial_samples
+        # Q^k in a matrix of the samples the budget caches, the points of S_k in an array of
+        # its capacity: both allocated once, written block by block as S_k grows
+        rows = self._rows_of(0, size)
+        self.points = xp.zeros((settings.capacity, X.shape[1]), dtype=X.dtype, device=device)
+        self.points[:size, ...] = rows
+        block = kernel(rows, rows)
+        stored = min(self.cached, settings.capacity)
+        gram = xp.zeros((stored, stored), dtype=block.dtype, device=device)
+        gram[:size, :size] = block
+        del block
+        self.matrix = SampleMatrix(gram, self.points, kernel_on_the_fly, xp, min(size, stored))
+        self._sample_vectors()
+        zeros = xp.zeros(size, dtype=xp.float64, device=device)
+        iterate = self.iterate_vectors = NamespaceIterate(zeros, zeros, zeros, zeros, zeros,
+                                                          zeros)
+        euclidean = settings.euclidean
+        # Alg. 1 step 4: d_0 = -g_0 at a = 0, and the unit of the radii (first step length)
+        first = IterationConstants(0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0,
+                                   euclidean)
+        sample_iterations_in_namespace(self.matrix, self.labels, self.costs, iterate, first,
+                                       IterationState(), np.zeros((1, N_RECORDS)), 0, 0, xp,
+                                       initial=True)
+        g, q_g = iterate.g, iterate.q_g
+        (squared,) = host_floats(xp, g @ (g if euclidean else q_g))
+        norm = float(np.sqrt(max(squared, 0.0)))
+        d_q_a, d_q_d = host_floats(xp, iterate.d @ iterate.q_a, iterate.d @ iterate.q_d)
+        self.scale = scale = first_step_length(
+            to_numpy(self.labels * iterate.q_a), to_numpy(self.labels * iterate.q_d),
+            to_numpy(self.costs), d_q_a, d_q_d, norm)
+        # the constants of the iterations, the radii in units of the first step length
+        self.constants = IterationConstants(
+            settings.sufficient_decrease, settings.curvature, float(settings.divisor),
+            settings.eta2, settings.radius_factor, settings.tol * scale,
+            settings.delta_min * scale, settings.delta_max * scale,
+            settings.delta_init * scale, settings.stall_tol, settings.patience or 0,
+            euclidean)
+        self.state = IterationState(delta=settings.delta_init * scale, norm=norm)
+        self.tested = 0  # |T_k| whose kernel rows against S_k sit below Q^k in the matrix
+        self.test_rows = None
+        self.previous = None  # the incumbent when S_k last grew (coefficients over S_{k-1})
 
-    # y_i and s_i in the order of the permutation: S_k = order[:size], T_k the next points
-    labels_host = signs[order].astype(np.float64)
-    weights_host = weights[order].astype(np.float64)
-    size = settings.initial_samples
-    cached = settings.cached
-    sample_rows = rows_of(0, size)
-    gram = kernel(sample_rows, sample_rows)
-    matrix = SampleMatrix(gram, sample_rows, kernel_on_the_fly, xp)
-    labels = _on_device(labels_host[:size], xp, device)
-    costs = _on_device(C * weights_host[:size] * (n / size), xp, device)
-    zeros = xp.zeros(size, dtype=xp.float64, device=device)
-    iterate = NamespaceIterate(zeros, zeros, zeros, zeros, zeros, zeros)
-    # Alg. 1 step 4: d_0 = -g_0 at a = 0, and the unit of the radii (first step length)
-    first = IterationConstants(0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0,
-                               euclidean)
-    sample_iterations_in_namespace(matrix, labels, costs, iterate, first, IterationState(),
-                                   np.zeros((1, N_RECORDS)), 0, 0, xp, initial=True)
-    g, q_g = iterate.g, iterate.q_g
-    (squared,) = host_floats(xp, g @ (g if euclidean else q_g))
-    norm = float(np.sqrt(max(squared, 0.0)))
-    d_q_a, d_q_d = host_floats(xp, iterate.d @ iterate.q_a, iterate.d @ iterate.q_d)
-    scale = first_step_length(to_numpy(labels * iterate.q_a), to_numpy(labels * iterate.q_d),
-                              to_numpy(costs), d_q_a, d_q_d, norm)
-    # the constants of the iterations, the radii in units of the first step length
-    constants = IterationConstants(
-        settings.sufficient_decrease, settings.curvature, float(settings.divisor),
-        settings.eta2, settings.radius_factor, settings.tol * scale,
-        settings.delta_min * scale, settings.delta_max * scale, settings.delta_init * scale,
-        settings.stall_tol, settings.patience or 0, euclidean)
-    state = IterationState(delta=settings.delta_init * scale, norm=norm)
-    records = np.zeros((settings.max_iter, N_RECORDS))
-    check_every = settings.patience or 50
-    next_check = check_every
-    tested = 0  # |T_k| whose kernel rows against S_k are in test_block
-    test_rows = test_block = None
-    previous = None  # the incumbent when S_k last grew (coefficients over S_{k-1})
-    iteration = 0
-    stop = converged = stalled = False
-    while iteration < settings.max_iter and not stop:
-        if monitor.callback is not None:
-            chunk_end = iteration + 1
-        elif size < capacity:
-            chunk_end = min(settings.max_iter, next_check)
+    def _rows_of(self, start, stop):
+        xp = self.namespace
+        return xp.take(self.X, _on_device(self.order[start:stop], xp, self.device, xp.int64),
+                       axis=0)
+
+    def _sample_vectors(self):
+        """The labels and costs of :math:`S_k` on the device."""
+        xp, size = self.namespace, self.size
+        self.labels = _on_device(self.labels_host[:size], xp, self.device)
+        self.costs = _on_device(self.settings.C * self.weights_host[:size] * (self.n / size),
+                                xp, self.device)
+
+    @property
+    def norm(self):
+        return self.state.norm
+
+    @property
+    def delta(self):
+        return self.state.delta
+
+    @property
+    def accepted_steps(self):
+        return self.state.accepted_steps
+
+    def iterate(self, first, last, records):
+        """Iterations ``first, ..., last - 1`` on :math:`S_k`
+        (:func:`~stochsvm.kernel.scs_array_api_iterations.sample_iterations_in_namespace`)."""
+        return sample_iterations_in_namespace(
+            self.matrix, self.labels, self.costs, self.iterate_vectors, self.constants,
+            self.state, records, first, last, self.namespace)
+
+    def test(self, count):
+        """The statistics of the sampling test on the ``count`` points after :math:`S_k`
+        (:func:`validation_test_in_namespace`): the rows of :math:`T_k` and their kernel rows
+        against :math:`S_k` kept until :math:`S_k` reaches ``cached``; past it their values
+        are computed at every test, and only products kept."""
+        xp, size, iterate = self.namespace, self.size, self.iterate_vectors
+        self.streamed = streamed = size + count > self.cached
+        gram, sample_rows = self.matrix.gram, self.points[:size, ...]
+        if self.tested != count:
+            self.test_rows = self._rows_of(size, size + count)
+            if not streamed:  # the rows of T_k below Q^k
+                gram[size:size + count, :size] = self.kernel(self.test_rows, sample_rows)
+            self.tested = count
+        a, previous = iterate.a, self.previous
+        if streamed:
+            scores, before, self.step_scores = _streamed_scores(
+                self.kernel, self.test_rows, sample_rows, a, iterate.d, previous,
+                self.settings.kernel_dtype, xp)
+            self.test_scores = scores
         else:
-            chunk_end = settings.max_iter
-        chunk_end = min(chunk_end, iteration + max(1, int(CHUNK_WORK // (size * size))))
-        done, event = sample_iterations_in_namespace(
-            matrix, labels, costs, iterate, constants, state, records, iteration, chunk_end,
-            xp)
-        finished = event != EVENT_BUDGET  # the stopping rule or the stall rule held
-        test = gain = None
-        chunk_size = size
-        if size < capacity and (finished or done >= next_check):
-            # steps 9-13: T_k, the next points of the permutation (independent of S_k),
-            # estimates F at the incumbent; S_k grows when it disagrees with f_k
-            next_check = done + check_every
-            count = test_size(settings, size, capacity)
-            # the rows of T_k are kept until S_k reaches `cached`; past it their kernel
-            # values are computed at every test, and only products are kept
-            streamed = size + count > cached
-            if tested != count:
-                test_rows = rows_of(size, size + count)
-                test_block = None if streamed else kernel(test_rows, sample_rows)
-                tested = count
-            a = iterate.a
-            if streamed:
-                scores, before, step_scores = _streamed_scores(
-                    kernel, test_rows, sample_rows, a, iterate.d, previous,
-                    settings.kernel_dtype, xp)
-            else:
-                scores = _matrix_times_vector(test_block, a, xp)
-                before = (None if previous is None else _matrix_times_vector(
-                    test_block[:, :previous.shape[0]], previous, xp))
-            test, error_bound, gain = validation_test_in_namespace(
-                settings, scores, before, iterate, labels,
-                _on_device(labels_host[size:size + count], xp, device),
-                _on_device(weights_host[:size], xp, device),
-                _on_device(weights_host[size:size + count], xp, device), n, xp)
-            if test > settings.sampling_tol and (settings.error_tol == 0.0 or min(
-                    error_bound, gain) > settings.error_tol):
-                # the incumbent on S_k, against which the next T_k measures the gain
-                previous = a
-                new_size = size + count
-                if streamed:
-                    q_a_new, q_d_new = scores, step_scores
-                else:
-                    # steps 9-11: Q^{k+1} = [[Q^k, R'], [R, K(T_k, T_k)]], R the rows of T_k
-                    corner = kernel(test_rows, test_rows)
-                    matrix.gram = xp.concat([xp.concat([matrix.gram, test_block.T], axis=1),
-                                             xp.concat([test_block, corner], axis=1)], axis=0)
-                    q_a_new = _matrix_times_vector(test_block, a, xp)
-                    q_d_new = _matrix_times_vector(test_block, iterate.d, xp)
-                sample_rows = xp.concat([sample_rows, test_rows], axis=0)
-                matrix.points = sample_rows
-                grown = xp.zeros(count, dtype=xp.float64, device=device)
-                iterate.a = xp.concat([a, grown])
-                iterate.d = xp.concat([iterate.d, grown])
-                iterate.q_a = xp.concat([iterate.q_a, q_a_new])
-                iterate.q_d = xp.concat([iterate.q_d, q_d_new])
-                iterate.hinge = xp.concat([iterate.hinge, grown])
-                iterate.q_hinge = xp.concat([iterate.q_hinge, grown])
-                size = new_size
-                tested = 0
-                test_rows = test_block = None
-                labels = _on_device(labels_host[:size], xp, device)
-                costs = _on_device(C * weights_host[:size] * (n / size), xp, device)
-                state.fresh, state.restart = True, True
-                state.null_step = state.spread = 0.0
-                state.delta = settings.delta_init * scale
-                state.restart_value = np.inf
-                state.plateau_start = done
-                records[done - 1, RECORD_STALLED] = 0.0
-                finished = False
-        rows = records[iteration:done].copy()
-        rows[:, RECORD_DELTA] /= scale
-        seconds = monitor.elapsed()
-        entries = [{"iteration": number, "samples": chunk_size, "objective": objective,
-                    "direction_norm": length, "delta": radius, "step": step,
-                    "accepted": accepted > 0.0, "line_search": int(outcome),
-                    "stalled": stalled_flag > 0.0, "seconds": seconds}
-                   for number, (objective, length, radius, step, accepted, outcome,
-                                stalled_flag) in enumerate(rows.tolist(), iteration + 1)]
-        if test is not None and entries:
-            entries[-1]["validation_gap"] = float(test)
-            entries[-1]["validation_gain"] = float(gain)
-        for record in entries:
-            model = None
-            if monitor.callback is not None:
-                model = {"coefficients": iterate.a, "indices": order[:size].copy()}
-            stop = monitor.record(record, model) or stop
-        iteration = done
-        if finished:
-            converged = event == EVENT_CONVERGED
-            stalled = event == EVENT_STALLED
-            break
-    warn_about_problem(settings, index, n, size, capacity, iteration, state.accepted_steps,
-                       converged, stalled, monitor, state.norm, state.delta, scale,
-                       records[max(iteration - 1, 0), RECORD_OBJECTIVE])
-    extras = {"sample_size": size, "sample_capacity": capacity}
-    if settings.calibration_points:
-        extras["held_out"] = held_out_values_in_namespace(
-            settings, kernel, X, order, size, test_block if tested else None, sample_rows,
-            iterate.a, labels_host, weights_host, xp)
-    return order[:size].copy(), iterate.a, monitor.history, iteration, extras
+            block = gram[size:size + count, :size]
+            scores = _matrix_times_vector(block, a, xp)
+            before = (None if previous is None else _matrix_times_vector(
+                block[:, :previous.shape[0]], previous, xp))
+        return validation_test_in_namespace(
+            self.settings, scores, before, iterate, self.labels,
+            _on_device(self.labels_host[size:size + count], xp, self.device),
+            _on_device(self.weights_host[:size], xp, self.device),
+            _on_device(self.weights_host[size:size + count], xp, self.device), self.n, xp)
+
+    def grow(self, count, iteration):
+        r"""Steps 9-11 after :meth:`test`: :math:`Q^{k+1} = [[Q^k, R^\top], [R, K(T_k,
+        T_k)]]` with :math:`R` the rows of :math:`T_k` (while cached), written in place into
+        the preallocated matrix, the vectors extended to :math:`T_k`, and the state of a
+        fresh start at ``iteration``."""
+        xp, size, iterate, device = self.namespace, self.size, self.iterate_vectors, self.device
+        a = iterate.a
+        # the incumbent on S_k, against which the next T_k measures the gain
+        self.previous = a
+        new_size = size + count
+        if self.streamed:
+            q_a_new, q_d_new = self.test_scores, self.step_scores
+        else:
+            gram = self.matrix.gram
+            block = gram[size:new_size, :size]
+            gram[size:new_size, size:new_size] = self.kernel(self.test_rows, self.test_rows)
+            gram[:size, size:new_size] = block.T
+            q_a_new = _matrix_times_vector(block, a, xp)
+            q_d_new = _matrix_times_vector(block, iterate.d, xp)
+            self.matrix.cached = new_size
+        self.points[size:new_size, ...] = self.test_rows
+        grown = xp.zeros(count, dtype=xp.float64, device=device)
+        iterate.a = xp.concat([a, grown])
+        iterate.d = xp.concat([iterate.d, grown])
+        iterate.q_a = xp.concat([iterate.q_a, q_a_new])
+        iterate.q_d = xp.concat([iterate.q_d, q_d_new])
+        iterate.hinge = xp.concat([iterate.hinge, grown])
+        iterate.q_hinge = xp.concat([iterate.q_hinge, grown])
+        self.size = new_size
+        self.tested = 0
+        self.test_rows = None
+        self._sample_vectors()
+        state = self.state
+        state.fresh, state.restart = True, True
+        state.null_step = state.spread = 0.0
+        state.delta = self.settings.delta_init * self.scale
+        state.restart_value = np.inf
+        state.plateau_start = iteration
+
+    def model(self):
+        """The incumbent for a callback: coefficients over :math:`S_k` (on the device) and
+        its host positions."""
+        return {"coefficients": self.iterate_vectors.a, "indices": self.order[:self.size].copy()}
+
+    def transfers(self):
+        return {}
+
+    def held_out_values(self):
+        """:func:`held_out_values_in_namespace` of the final model."""
+        return held_out_values_in_namespace(
+            self.settings, self.kernel, self.X, self.order, self.size,
+            self.matrix.gram[self.size:self.size + self.tested, :self.size] if self.tested
+            and self.size + self.tested <= self.cached else None, self.points[:self.size, ...],
+            self.iterate_vectors.a, self.labels_host, self.weights_host, self.namespace)
+
+    def result(self):
+        """``(host positions of S_k, coefficients over S_k on the device)``."""
+        return self.order[:self.size].copy(), self.iterate_vectors.a
 
 
 def _streamed_scores(kernel, test_rows, sample_rows, a, d, previous, dtype, namespace):

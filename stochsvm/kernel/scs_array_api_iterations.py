@@ -121,31 +121,32 @@ class IterationConstants:
 
 
 class SampleMatrix:
-    r""":math:`Q^k` on the device: the cached matrix ``gram`` (the rows of the first
-    ``cached`` samples of :math:`S_k`, all of them while :math:`|S_k| \le` ``cached``) and,
-    past the memory budget, the points of :math:`S_k` from which every other value is computed
-    when a product needs it (``kernel(A, B)``, the fitted kernel in the namespace).
+    r""":math:`Q^k` on the device: the cached matrix ``gram``, preallocated to the samples the
+    budget caches, whose leading ``cached x cached`` block holds the rows of the first
+    ``cached`` samples of :math:`S_k` (all of them while :math:`|S_k|` is at most the
+    budget's), and, past the memory budget, the points of :math:`S_k` from which every other
+    value is computed when a product needs it (``kernel(A, B)``, the fitted kernel in the
+    namespace).
 
     Parameters
     ----------
-    gram : array of shape (cached, cached) or (size, size)
-    points : array of shape (size, n_features)
-        The training rows of :math:`S_k`.
+    gram : array of shape (capacity, capacity)
+        Preallocated; its leading ``cached x cached`` block is :math:`Q^k` there.
+    points : array of shape (at least size, n_features)
+        The training rows of :math:`S_k` in its leading rows.
     kernel : callable
         ``kernel(A, B)``: the kernel block in float64, for the values computed on the fly.
     namespace : module
+    cached : int
+        The samples whose rows ``gram`` holds.
     """
 
-    def __init__(self, gram, points, kernel, namespace):
+    def __init__(self, gram, points, kernel, namespace, cached):
         self.gram = gram
         self.points = points
         self.kernel = kernel
         self.namespace = namespace
-
-    @property
-    def cached(self):
-        """The samples whose rows ``gram`` holds."""
-        return self.gram.shape[0]
+        self.cached = cached
 
     def _rows(self, rows, size):
         """The rows ``rows`` (positions in :math:`S_k`, a host list, all of them below
@@ -156,7 +157,7 @@ class SampleMatrix:
         cached = self.cached
         device_rows = xp.asarray(rows, dtype=xp.int64, device=array_device(self.gram))
         if rows[0] < cached:
-            block = xp.take(self.gram, device_rows, axis=0)[:, :min(size, cached)]
+            block = xp.take(self.gram[:, :min(size, cached)], device_rows, axis=0)
             if size > cached:
                 points = xp.take(self.points, device_rows, axis=0)
                 right = self.kernel(points, self.points[cached:size, ...])
