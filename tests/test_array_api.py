@@ -144,6 +144,45 @@ def test_scs_past_the_memory_budget_on_a_device(dispatch):
                        rtol=1e-6)
 
 
+@pytest.mark.parametrize("budget", [None, 100])
+def test_the_device_kernel_matrix_is_allocated_once(dispatch, monkeypatch, budget):
+    """Q^k on the device: one matrix of the samples the budget caches, allocated before the
+    first iteration and written in place as S_k grows (never concatenated into a larger
+    one), the same model as the host's."""
+    from stochsvm.kernel import scs_array_api
+
+    X, y = sine_boundary(600)
+    settings = dict(C=10.0, max_samples=400, max_iter=400, random_state=0)
+    if budget is not None:
+        settings["max_memory_mb"] = budget * budget * 8 / 2**20
+    matrices, grams, concatenated = [], [], []
+    original_grow = scs_array_api.NamespaceSample.grow
+
+    def grow(sample, count, iteration):
+        before = sample.matrix.gram
+        grams.append(before)
+        original_grow(sample, count, iteration)
+        assert sample.matrix.gram is before
+        matrices.append(before.shape)
+
+    original_concat = array_api_strict.concat
+
+    def concat(arrays, axis=0):
+        concatenated.extend(any(array is gram for gram in grams) for array in arrays)
+        return original_concat(arrays, axis=axis)
+
+    monkeypatch.setattr(scs_array_api.NamespaceSample, "grow", grow)
+    monkeypatch.setattr(array_api_strict, "concat", concat)
+    model = _quiet_fit(SCSKernelSVC(**settings), _strict(X), _strict(y))
+    monkeypatch.setattr(array_api_strict, "concat", original_concat)
+    reference = _quiet_fit(SCSKernelSVC(**settings), X, y)
+    stored = 400 if budget is None else budget
+    assert matrices and set(matrices) == {(stored, stored)}
+    assert concatenated and not any(concatenated)  # Q^k never goes into a concat
+    _assert_same_model(model.decision_function(_strict(X)), reference.decision_function(X),
+                       rtol=1e-6)
+
+
 def test_several_classes_weights_float32_and_probabilities_on_a_device(dispatch):
     rng = np.random.RandomState(4)
     X = rng.randn(900, 3).astype(np.float32)

@@ -324,7 +324,6 @@ PRIVATE_ATTRIBUTE_ACCESSES = {
     "stochsvm/distributed/linear.py": 10,
     "stochsvm/distributed/semi.py": 10,
     "stochsvm/io.py": 3,
-    "stochsvm/kernel/array_api_model.py": 14,
     "stochsvm/linear/training.py": 11,
 }
 

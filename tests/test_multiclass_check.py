@@ -132,14 +132,26 @@ def test_held_out_fold_values_are_the_solves_on_the_other_labels(weighted):
     labels = np.arange(120)
     weights = np.random.RandomState(3).uniform(0.5, 2.0, 120) if weighted else None
     held_out = [np.arange(start, 120, 6) for start in range(6)]
-    folds = graph.held_out_class_values(labels, y[labels], 4, held_out, weights,
-                                        MULTICLASS_GRAPH_WEIGHT)
+    everything, folds = graph.held_out_class_values(labels, y[labels], 4, held_out, weights,
+                                                    MULTICLASS_GRAPH_WEIGHT)
+    np.testing.assert_allclose(everything, graph.class_values(labels, y[labels], 4, weights,
+                                                              MULTICLASS_GRAPH_WEIGHT),
+                               rtol=1e-9, atol=1e-11)
     for places, values in zip(held_out, folds):
         train = np.setdiff1d(labels, places)
         direct = graph.class_values(train, y[train], 4,
                                     None if weights is None else weights[train],
                                     MULTICLASS_GRAPH_WEIGHT)
         np.testing.assert_allclose(values, direct, rtol=1e-7, atol=1e-9)
+
+
+def test_the_anchor_count_follows_the_rows_and_the_labels():
+    # one anchor per 8 unlabeled rows, at most 20 a label, within [512, 2048]
+    assert multiclass_check.multiclass_anchor_count(1000, 30) == 512
+    assert multiclass_check.multiclass_anchor_count(16_000, 30) == 600
+    assert multiclass_check.multiclass_anchor_count(16_000, 1000) == 2000
+    assert multiclass_check.multiclass_anchor_count(60_000, 100) == 2000
+    assert multiclass_check.multiclass_anchor_count(60_000, 1000) == 2048
 
 
 def test_held_out_ranks_are_the_brute_force_ranks():

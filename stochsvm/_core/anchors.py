@@ -613,7 +613,10 @@ def reduced_laplacian_matrix(gram, degrees):
     gram = np.asarray(gram, dtype=np.float64)
     degrees = np.asarray(degrees, dtype=np.float64)
     inverse = np.divide(1.0, degrees, out=np.zeros_like(degrees), where=degrees > 0)
-    laplacian = gram - gram @ (gram * inverse[:, None])
+    # G diag(1/d) G = B B' with B = G diag(1/sqrt(d)): numpy multiplies an array by its own
+    # transpose by a symmetric rank-k update, half the work of a general product
+    scaled = gram * np.sqrt(inverse)[None, :]
+    laplacian = gram - scaled @ scaled.T
     return 0.5 * (laplacian + laplacian.T)
 
 
@@ -657,41 +660,45 @@ def anchor_label_solve(labeled_gram, labeled_targets, laplacian, gamma):
 
 
 def anchor_label_solves_without(labeled_gram, labeled_targets, laplacian, gamma, removed):
-    r""":func:`anchor_label_solve` once for each set of labeled rows left out: for each
-    ``(rows, targets)`` of ``removed`` (:math:`W = S_h^{1/2} Z_h`, the held-out rows of
-    :math:`Z_l` scaled by the square roots of their weights, and :math:`W^\top S_h^{1/2} Y_h`),
-    the anchor labels of every labeled row but those,
+    r""":func:`anchor_label_solve` of every labeled row, and once for each set of labeled
+    rows left out: for each ``(rows, targets)`` of ``removed`` (:math:`W = S_h^{1/2} Z_h`,
+    the held-out rows of :math:`Z_l` scaled by the square roots of their weights, and
+    :math:`S_h^{1/2} Y_h`, their scaled one-hot labels), the anchor labels of every labeled
+    row but those,
 
     .. math::
 
         A_h = (M - W^\top W)^{-1}(b - W^\top S_h^{1/2} Y_h), \qquad
         M = Z_l^\top S_l Z_l + \gamma \tilde L,\ b = Z_l^\top S_l Y,
 
-    by one Cholesky factor of :math:`M` and the Woodbury identity
-    :math:`(M - W^\top W)^{-1} = M^{-1} + M^{-1}W^\top(I - W M^{-1} W^\top)^{-1} W M^{-1}`:
-    :math:`O(m^2 h)` a set of ``h`` rows instead of :math:`O(m^3)`. The ridge is that of
-    :func:`anchor_label_solve` on :math:`M`. Where the factor or the ``h x h`` system is not
-    definite (a set whose removal leaves the matrix singular), that set is solved directly.
-    Returns a list of ``(m, c)`` arrays, one per set."""
+    by one Cholesky factor of :math:`M` and the Woodbury identity: with :math:`A = M^{-1}b`
+    and :math:`P = M^{-1}W^\top`, :math:`u = A - P\,S_h^{1/2}Y_h` and
+    :math:`A_h = u + P(I - WP)^{-1}Wu`, :math:`O(m^2 h)` a set of ``h`` rows instead of
+    :math:`O(m^3)`. The ridge is that of :func:`anchor_label_solve` on :math:`M`. Where the
+    factor or the ``h x h`` system is not definite (a set whose removal leaves the matrix
+    singular), that set is solved directly. Returns ``(A, [A_h, ...])``, arrays of shape
+    ``(m, c)``."""
     import scipy.linalg
 
     matrix = np.asarray(labeled_gram, dtype=np.float64) + float(gamma) * laplacian
     scale = max(float(np.trace(matrix)) / max(matrix.shape[0], 1), 1e-12)
-    ridge = ANCHOR_SOLVE_RIDGE * scale
-    matrix[np.diag_indices_from(matrix)] += ridge
+    matrix[np.diag_indices_from(matrix)] += ANCHOR_SOLVE_RIDGE * scale
     right = np.asarray(labeled_targets, dtype=np.float64)
     try:
         factor = scipy.linalg.cho_factor(matrix)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         factor = None
+    del matrix
+    everything = (scipy.linalg.cho_solve(factor, right) if factor is not None else
+                  anchor_label_solve(labeled_gram, right, laplacian, gamma))
     solutions = []
     for rows, targets in removed:
         rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
-        reduced = right - np.asarray(targets, dtype=np.float64)
+        targets = np.asarray(targets, dtype=np.float64)
         solution = None
         if factor is not None:
-            base = scipy.linalg.cho_solve(factor, reduced)
             spread = scipy.linalg.cho_solve(factor, rows.T)
+            base = everything - spread @ targets
             inner = np.eye(rows.shape[0]) - rows @ spread
             try:
                 correction = scipy.linalg.solve(inner, rows @ base, assume_a="pos")
@@ -699,10 +706,10 @@ def anchor_label_solves_without(labeled_gram, labeled_targets, laplacian, gamma,
             except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
                 solution = None
         if solution is None or not np.all(np.isfinite(solution)):
-            solution = anchor_label_solve(labeled_gram - rows.T @ rows, reduced, laplacian,
-                                          gamma)
+            solution = anchor_label_solve(labeled_gram - rows.T @ rows,
+                                          right - rows.T @ targets, laplacian, gamma)
         solutions.append(solution)
-    return solutions
+    return everything, solutions
 
 
 def anchor_value_decision(X, anchors, values, n_neighbors, bandwidth="nearest_distance"):

@@ -20,7 +20,7 @@ LABELS = {"sadmm": "SADMM (ours)", "rda": "RDA", "comid": "Comid", "pegasos": "P
 STEP_GRIDS = {"sadmm": ("rho", (0.1, 1.0, 10.0)), "rda": ("gamma", (0.007, 0.07, 0.7)),
               "comid": ("eta0", (0.5, 5.0, 50.0))}
 # the estimators' own defaults (the selection's ties go to the step nearest them); SADMM's
-# default rho="auto" is min(10, mean squared row norm): the grid's centre stays its former 10
+# default rho="auto" is min(10, mean squared row norm): the grid's centre is its ceiling, 10
 STEP_DEFAULTS = {"sadmm": AUTOMATIC_RHO_CEILING, "rda": RDAClassifier().gamma,
                  "comid": ComidClassifier().eta0}
 METHOD_NOTES = {

@@ -29,10 +29,12 @@ from numbers import Integral, Real
 import numba
 import numpy as np
 import scipy.sparse as sp
+from array_api_compat import device as array_device
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_consistent_length, check_is_fitted
 
-from .._core.array_api import input_namespace, prediction_namespace
+from .._core.array_api import input_namespace, prediction_namespace, to_namespace, to_numpy
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.sampling import problem_seeds
 from .._core.kernels import (
@@ -42,6 +44,7 @@ from .._core.kernels import (
     kernel_block_in_namespace,
     prepare_columns,
     resolve_gamma,
+    resolve_gamma_in_namespace,
     resolve_kernel_dtype,
 )
 from .._core.state import ArrayField, FloatField, IntField, StrField
@@ -51,14 +54,12 @@ from .._core.validation import (  # the margin-weight check is shared with the o
     check_at_least_two_classes,
     check_margin_weight,
     check_sample_weight,
+    host_labels,
     resolve_class_weights,
+    training_data_in_namespace,
+    validate_data_in_namespace,
     validate_prediction_data,
     validate_training_data,
-)
-from .array_api_model import (
-    decision_function_in_namespace,
-    fit_in_namespace,
-    objective_in_namespace,
 )
 from .fixed_point import FIXED_STORAGE, fixed_times
 
@@ -68,6 +69,9 @@ __all__ = ["BaseKernelClassifier", "KERNEL_PARAMETER_CONSTRAINTS", "MAXIMUM_MARG
 
 # rows per chunk of the prediction and objective kernel blocks (float64 temporaries)
 _PREDICTION_CHUNK_BYTES = 64 * 2**20
+# rows per block of the decision values on a device: the float64 kernel block of a block
+# stays below this
+PREDICTION_BLOCK_BYTES = 128 * 2**20
 
 #: the kernel parameters shared by the kernel and semi-supervised families
 KERNEL_PARAMETER_CONSTRAINTS = {
@@ -190,7 +194,7 @@ class BaseKernelClassifier(BaseClassifier):
             An array of another array-API namespace (CuPy, PyTorch) under
             ``sklearn.config_context(array_api_dispatch=True)`` is trained on where it lives
             by the estimators that have an array-API form (``_array_api_support``;
-            :mod:`stochsvm.kernel.array_api_model`); the others refuse it with a
+            :meth:`_fit_in_namespace`); the others refuse it with a
             ``TypeError``.
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
@@ -203,7 +207,7 @@ class BaseKernelClassifier(BaseClassifier):
         namespace = input_namespace(X)
         if namespace is not None:
             # X of an array-API namespace under dispatch (a GPU array): compute there
-            return fit_in_namespace(self, X, y, sample_weight, namespace)
+            return self._fit_in_namespace(X, y, sample_weight, namespace)
         X, y = validate_training_data(self, X, y)
         self.classes_ = np.unique(y)
         check_at_least_two_classes(self.classes_)
@@ -263,14 +267,14 @@ class BaseKernelClassifier(BaseClassifier):
 
         ``X`` of an array-API namespace (a CuPy array, a PyTorch tensor) under
         ``sklearn.config_context(array_api_dispatch=True)`` gives the values as an array of
-        that namespace, computed on its device (:mod:`stochsvm.kernel.array_api_model`; a
+        that namespace, computed on its device (:meth:`_decision_function_in_namespace`; a
         model fitted on NumPy moves its arrays there); a model fitted on such arrays needs
         such ``X``.
         """
         check_is_fitted(self, "dual_coef_")
         where = prediction_namespace(self, X, "decision_function")
         if where is not None:
-            return decision_function_in_namespace(self, X, *where)
+            return self._decision_function_in_namespace(X, *where)
         X = validate_prediction_data(self, X)
         scores = np.zeros((X.shape[0], self.dual_coef_.shape[0]), dtype=self._output_dtype(X))
         if len(self.support_):
@@ -319,7 +323,7 @@ class BaseKernelClassifier(BaseClassifier):
         check_is_fitted(self, "dual_coef_")
         where = prediction_namespace(self, X, "objective")
         if where is not None:
-            return objective_in_namespace(self, X, y, sample_weight, *where)
+            return self._objective_in_namespace(X, y, sample_weight, *where)
         X = validate_prediction_data(self, X)
         y = np.asarray(y)
         weights = check_sample_weight(sample_weight, X.shape[0])
@@ -331,6 +335,152 @@ class BaseKernelClassifier(BaseClassifier):
             signs = np.where(y == label, 1.0, -1.0)
             total += 0.5 * norms[index]
             total += self._C * np.sum(weights * np.maximum(0.0, 1.0 - signs * scores[:, index]))
+        return float(total)
+
+    def _fit_in_namespace(self, X, y, sample_weight, namespace):
+        """:meth:`fit` on ``X`` of an array-API namespace (CuPy, PyTorch, ...), for the
+        estimators whose binary problems have an array-API form
+        (``_fit_binary_in_namespace``).
+
+        Labels, classes, weights and the per-problem seeds are resolved on the host, exactly as
+        on the NumPy path, so both paths draw the same samples; ``gamma="scale"`` is computed on
+        the device; the binary problems run one after the other there (one device serves one
+        problem at a time); the fitted arrays are arrays of the namespace, on the device of
+        ``X``, in its precision (float32 data gives a float32 model); string class labels stay a
+        NumPy array (the standard has no strings)."""
+        xp = namespace
+        device = array_device(X)
+        X, y = training_data_in_namespace(self, X, y, xp, device)
+        check_consistent_length(X, y)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        check_at_least_two_classes(classes)
+        self.classes_ = classes
+        host_weight = None if sample_weight is None else to_numpy(sample_weight)
+        weights = check_sample_weight(host_weight, X.shape[0])
+        class_weights = resolve_class_weights(self.class_weight, classes, y)
+        weights = weights * class_weights[np.searchsorted(classes, y)]
+        self._C = float(self.C)
+        check_margin_weight(self._C, weights)
+        self._resolve_kernel_from(X.shape[0], resolve_gamma_in_namespace(
+            self.gamma, X, xp))
+        # the device path stores Q^k in the kernel's float type ("auto" may have chosen the
+        # 16-bit host matrix of stochsvm.kernel.fixed_point; "fixed16" itself was refused),
+        # and past the budget computes the other kernel values on the fly without a row cache:
+        # the whole budget holds the cached matrix
+        self._kernel_storage = None
+        settings = self._resolve_parameters(X.shape[0], X.shape[1], False, row_cache=False)
+        problems = self._signed_labels(y)
+        random_state, seeds = problem_seeds(self.random_state, len(problems))
+        results = [self._fit_binary_in_namespace(
+            settings, X, signs, weights,
+            random_state if seed is None else np.random.RandomState(seed), index, xp)
+            for index, (signs, seed) in enumerate(zip(problems, seeds))]
+        self._store_model_in_namespace(X, [result[0][0] for result in results],
+                                       [result[0][1] for result in results], xp)
+        self.history_ = self._flat_history([result[1] for result in results])
+        self._problem_extras = [result[3] for result in results]
+        self.n_iter_ = int(max(result[2] for result in results))
+        self._calibrate(X, y, host_weight)
+        single = X.dtype == xp.float32
+        for name in ("dual_coef_", "intercept_", "probA_", "probB_"):
+            if hasattr(self, name):
+                value = to_namespace(getattr(self, name), xp, device)
+                setattr(self, name, xp.astype(value, xp.float32) if single else value)
+        self.classes_ = to_namespace(classes, xp, device)
+        return self
+
+
+    def _store_model_in_namespace(self, X, indices, coefficients, namespace):
+        r"""``support_``, ``support_vectors_``, ``dual_coef_`` and ``intercept_`` from each
+        problem's sample positions (host) and coefficients (device): the columns are the
+        training samples with a nonzero coefficient in some problem, in increasing order (as on
+        the NumPy path), gathered without assignment: each problem's coefficients followed by a
+        zero are read at the position of each column in its sample (or at the zero)."""
+        xp = namespace
+        device = array_device(X)
+        union = np.unique(np.concatenate(indices))
+        rows = []
+        for positions, values in zip(indices, coefficients):
+            lookup = np.full(union.shape[0], positions.shape[0], dtype=np.int64)
+            lookup[np.searchsorted(union, positions)] = np.arange(positions.shape[0])
+            extended = xp.concat([values, xp.zeros(1, dtype=values.dtype, device=device)])
+            rows.append(xp.take(extended, xp.asarray(lookup, device=device), axis=0))
+        dual = xp.stack(rows, axis=0)
+        nonzero = to_numpy(xp.any(dual != 0.0, axis=0))
+        columns = np.flatnonzero(nonzero)
+        support = union[columns]
+        self.support_ = xp.asarray(support.astype(np.int64), device=device)
+        self.support_vectors_ = xp.take(X, self.support_, axis=0)
+        self.dual_coef_ = xp.take(dual, xp.asarray(columns.astype(np.int64), device=device),
+                                       axis=1)
+        self.intercept_ = self._intercept_offset * xp.sum(self.dual_coef_, axis=1)
+
+
+    def _model_arrays_in_namespace(self, namespace, device):
+        """``(support vectors, coefficients in float64, model is float32)`` on ``device``; a
+        sparse support (a model fitted on CSR input) becomes dense."""
+        xp = namespace
+        support_vectors = self.support_vectors_
+        if hasattr(support_vectors, "toarray"):
+            support_vectors = support_vectors.toarray()
+        support_vectors = to_namespace(support_vectors, xp, device)
+        dual = to_namespace(self.dual_coef_, xp, device)
+        single = dual.dtype == xp.float32
+        return support_vectors, xp.astype(dual, xp.float64), single
+
+
+    def _decision_function_in_namespace(self, X, namespace, device):
+        r"""Decision values :math:`f(x) = \sum_j a_j k(z_j, x)` (the intercept inside the
+        kernel) of ``X`` of ``namespace``: shape (n_samples,) for two classes, (n_samples,
+        n_classes) otherwise; float32 for float32 ``X`` and a float32 model, float64 otherwise
+        (as on the NumPy path)."""
+        xp = namespace
+        X = validate_data_in_namespace(self, X, xp, reset=False)
+        support_vectors, dual, single = self._model_arrays_in_namespace(xp, device)
+        n_support = support_vectors.shape[0]
+        if n_support == 0:
+            scores = xp.zeros((X.shape[0], dual.shape[0]), dtype=xp.float64, device=device)
+        else:
+            rows = max(1, int(PREDICTION_BLOCK_BYTES // (8 * n_support)))
+            pieces = []
+            for start in range(0, max(X.shape[0], 1), rows):
+                stop = min(X.shape[0], start + rows)
+                block = self._kernel_values_in_namespace(X[start:stop, ...], support_vectors,
+                                                              xp)
+                if block.dtype != xp.float64:
+                    block = xp.astype(block, xp.float64)
+                pieces.append(block @ dual.T)
+            scores = pieces[0] if len(pieces) == 1 else xp.concat(pieces, axis=0)
+        if single and X.dtype == xp.float32:
+            scores = xp.astype(scores, xp.float32)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+
+    def _objective_in_namespace(self, X, y, sample_weight, namespace, device):
+        r"""The training objective :math:`\tfrac12 a^\top K a + C\sum_i s_i\max(0, 1 - y_i
+        f(x_i))` summed over the one-vs-rest problems, with the decision values and
+        :math:`a^\top K a` computed on the device."""
+        xp = namespace
+        y = host_labels(y)
+        scores = self._decision_function_in_namespace(X, xp, device)
+        scores = xp.reshape(xp.astype(scores, xp.float64), (y.shape[0], -1))
+        weights = xp.asarray(check_sample_weight(to_numpy(sample_weight), y.shape[0]),
+                             device=device)
+        support_vectors, dual, _ = self._model_arrays_in_namespace(xp, device)
+        classes = to_numpy(self.classes_)
+        kernel = None
+        if support_vectors.shape[0]:
+            kernel = xp.astype(self._kernel_values_in_namespace(
+                support_vectors, support_vectors, xp), xp.float64)
+        total = 0.0
+        for index in range(dual.shape[0]):
+            if kernel is not None:
+                total += 0.5 * float(dual[index, :] @ (kernel @ dual[index, :]))
+            label = classes[1] if scores.shape[1] == 1 else classes[index]
+            signs = xp.asarray(np.where(y == label, 1.0, -1.0), device=device)
+            margins = 1.0 - signs * scores[:, index]
+            total += self._C * float(weights @ xp.maximum(margins, xp.zeros_like(margins)))
         return float(total)
 
 

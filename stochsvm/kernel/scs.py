@@ -210,12 +210,11 @@ Implementation choices (each one stated where the paper leaves room)
   the BLAS limit of ``threadpoolctl`` pin it; ``n_jobs`` still runs one-vs-rest problems in
   processes). The kernel blocks and the mirrored columns of :math:`Q^k` are computed in
   chunks of rows on a thread pool, and past the budget the kernel rows computed on the fly
-  run over blocks of columns in parallel (the products with the cached :math:`Q^k` stay on
-  one thread up to ``scs_iterations.PARALLEL_SIZE``: they are memory-bound, and two
-  threads slowed them on the benchmark machine). The work is split by the data, not
-  by the thread count: the model is the same bit for bit on one thread or many (with BLAS
-  pinned alike; BLAS's own threads may change the rounding of its products). The parallel
-  loops past the budget (a default fit on more than 23,170 dense samples) are numba's, on
+  run over blocks of columns in parallel (the memory-bound products with the cached
+  :math:`Q^k` stay on one thread up to ``scs_iterations.PARALLEL_SIZE``). The work is split
+  by the data, not by the thread count: the model is the same bit for bit on one thread or
+  many (BLAS pinned alike; BLAS's own threads may change the rounding of its products). The
+  parallel loops past the budget (a default fit on more than 23,170 dense samples) are numba's, on
   OpenMP by default, which aborts a child forked from a process that has run them once the
   child runs them too; fits within the budget leave numba's pool unstarted. The ways out
   (``docs/kernel.rst``, tested in ``tests/test_scs_past_budget.py``): the "spawn" or
@@ -729,19 +728,16 @@ class SCSKernelSVC(BaseKernelClassifier):
                 "default) to train on the device of X, or pass X as a NumPy array.")
 
     def _fit_binary_in_namespace(self, settings, X, signs, weights, rng, index, namespace):
-        """One binary problem on the device of ``X`` (adaptive sampling,
-        :mod:`stochsvm.kernel.scs_array_api`): ``(host positions of S_k, coefficients over
-        S_k, history, iterations, extras)``."""
+        """One binary problem on the device of ``X`` (:mod:`stochsvm.kernel.scs_array_api`):
+        ``((host positions of S_k, coefficients over S_k), history, iterations, extras)``."""
         monitor = TrainingMonitor(verbose=self.verbose, callback=self.callback,
                                   label=f"SCSKernelSVC[{index}] ")
         kernel = partial(self._kernel_values_in_namespace, namespace=namespace)
         kernel_on_the_fly = partial(self._kernel_values_in_namespace, namespace=namespace,
                                     dtype="float64")
-        sample = NamespaceSample(settings, kernel, kernel_on_the_fly, X, signs, weights,
-                                 rng.permutation(X.shape[0]), namespace)
-        (indices, coefficients), history, iterations, extras = fit_adaptive(
-            settings, sample, index, monitor)
-        return indices, coefficients, history, iterations, extras
+        return fit_adaptive(settings, NamespaceSample(
+            settings, kernel, kernel_on_the_fly, X, signs, weights,
+            rng.permutation(X.shape[0]), namespace), index, monitor)
 
     def fit(self, X, y, sample_weight=None):
         """Fit by Alg. 1 (one binary problem, or one per class for more than two classes).

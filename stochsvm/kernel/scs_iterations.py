@@ -436,12 +436,11 @@ def _compiled_iterations(euclidean, parallel, on_the_fly):
 #: use; each compiles on its first call
 _ITERATIONS = {}
 #: the smallest |S_k| at which the iterations multiply by the cached Q^k on several threads.
-#: Those products read Q^k from memory, and on the 2-core benchmark machine two threads made
-#: the iterations 1.4-1.5x slower at |S_k| = 12000 and 32768 (BENCHMARKS.md, "SCS on every
-#: core"): above the largest cache of the default budget (23170 samples in 16-bit fixed
-#: point, 16384 in float32), so the cached iterations run on one thread. The rows computed on
-#: the fly past the budget are compute-bound and always run in parallel
-#: (kernel_rows.add_kernel_rows).
+#: Those products read Q^k from memory, where more threads make the iterations slower
+#: (BENCHMARKS.md, "SCS on every core"): above the largest cache of the default budget
+#: (23170 samples in 16-bit fixed point, 16384 in float32), so the cached iterations run on
+#: one thread. The rows computed on the fly past the budget are compute-bound and always run
+#: in parallel (kernel_rows.add_kernel_rows).
 PARALLEL_SIZE = 65536
 
 

@@ -78,9 +78,8 @@ def automatic_alpha(n_samples, mean_squared_norm=1.0, factor=1.0, ceiling=1e-4):
     follow the scale of the data as the problem does (scaling every row by :math:`c` and
     ``alpha`` by :math:`c^2` leaves the l2 problem's margins unchanged). On sparse text a
     constant chosen on small dense sets over-regularizes (``1e-4`` for SADMM, ``1e-3`` for
-    S3GD were 0.8-9.7 points below ``LinearSVC`` and ``SGDClassifier`` on the main job's text
-    and the review-text set); the ceiling, the estimator's former constant default, is what
-    the dense sets get (standardized features: :math:`\overline{\|x\|^2} = d`, and
+    S3GD fall below ``LinearSVC`` and ``SGDClassifier`` on text, ``benchmarks/BENCHMARKS.md``);
+    the ceiling, a constant chosen on standardized features, is what the dense sets get (standardized features: :math:`\overline{\|x\|^2} = d`, and
     :math:`d/n` is above the ceiling on every dense set of the linear benchmark). SADMM: ``factor = 1``, ``ceiling = 1e-4``; S3GD
     (log loss, which wants about three times less regularization than the hinge on text, as
     ``LogisticRegression`` wants a larger ``C`` than ``LinearSVC``): ``factor = 0.3``,

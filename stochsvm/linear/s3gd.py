@@ -204,8 +204,8 @@ class S3GDClassifier(BaseMiniBatchProxClassifier):
         for :math:`n` training rows of mean squared norm :math:`\overline{\|x\|^2}`
         (:func:`stochsvm.linear.automatic_alpha`; the log loss wants about three times less
         regularization than the hinge loss on text, as ``LogisticRegression`` wants a larger
-        ``C`` than ``LinearSVC``): on standardized features in practice the former default
-        ``1e-3``, which was 4-10 points too strong on sparse TF-IDF text. Each ``fit``
+        ``C`` than ``LinearSVC``): on standardized features in practice ``1e-3``, and less
+        on sparse TF-IDF text, where ``1e-3`` is too strong. Each ``fit``
         resolves it into ``alpha_``; ``partial_fit`` on a stream of unknown length uses
         ``1e-3`` (``benchmarks/BENCHMARKS.md``, linear family, the default alpha and rho).
     l1_ratio : float, default=0.15

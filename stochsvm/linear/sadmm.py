@@ -68,7 +68,7 @@ from .sadmm_closed_forms import factor_powers, prox_step, skipped_steps
 __all__ = ["SADMMClassifier", "largest_column_mean_square"]
 
 _NO_AVERAGE = np.iinfo(np.int64).max
-#: the largest ``rho="auto"`` (the former constant default, chosen on standardized features)
+#: the largest ``rho="auto"`` (a constant chosen on standardized features)
 AUTOMATIC_RHO_CEILING = 10.0
 # positions in the ``progress`` array of a pass, carried from one call of a compiled loop to
 # the next (a pass runs in calls of bounded work): the running loss sum, the steps taken
@@ -404,8 +404,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         rows of mean squared norm :math:`\overline{\|x\|^2}`
         (:func:`stochsvm.linear.automatic_alpha`): on unit-norm rows (TF-IDF text) past
         :math:`10^4` samples, ``LinearSVC``'s default ``C = 1``; on standardized features
-        (:math:`\overline{\|x\|^2} = d`) in practice the former default ``1e-4``
-        (``SGDClassifier``'s). Each ``fit`` resolves it into ``alpha_``; ``partial_fit`` on a
+        (:math:`\overline{\|x\|^2} = d`) in practice ``1e-4`` (``SGDClassifier``'s). Each ``fit`` resolves it into ``alpha_``; ``partial_fit`` on a
         stream of unknown length uses ``1e-4``. Measured in ``benchmarks/BENCHMARKS.md``
         (linear family, the default alpha and rho).
     rho : float or "auto", default="auto"
@@ -458,8 +457,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         :math:`1/\sqrt{\text{nonzeros}}`), the intercept then takes the largest step of the
         model at every sample, and its noise dominates the objective of the last iterate.
         ``"auto"``: :math:`c^2 = \min(1, \max_j \frac1n\sum_i x_{ij}^2)`, no heavier than
-        the heaviest feature column (1 on standardized features, the former behaviour up to
-        rounding; about 0.006 on the generated TF-IDF text of ``stochsvm.demo``), from the
+        the heaviest feature column (1 on standardized features; about 0.006 on the generated TF-IDF text of ``stochsvm.demo``), from the
         rows of the first pass. The value of the first pass is kept in the solver state (a
         warm start or a later ``partial_fit`` goes on with it), as ``rho``'s is. On the
         generated text SADMM-l2 then stops after 30 epochs instead of 56 and SADMM-l1 after 44

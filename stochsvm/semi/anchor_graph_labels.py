@@ -192,17 +192,17 @@ class AnchorGraphLabels:
     def held_out_class_values(self, positions, class_index, n_classes, held_out,
                               labeled_weights=None, graph_weight=GRAPH_WEIGHT):
         r""":meth:`class_values` of the labeled rows ``positions`` (labels ``class_index``,
-        weights ``labeled_weights``) but those at the places ``held_out[f]`` of
-        ``positions``, for each ``f``: one factor of the matrix of all of them and a
-        low-rank correction a fold
-        (:func:`~stochsvm._core.anchors.anchor_label_solves_without`). A list of
-        ``(m, n_classes)`` arrays."""
+        weights ``labeled_weights``), and of those rows but the ones at the places
+        ``held_out[f]`` of ``positions``, for each ``f``: one factor of the matrix of all of
+        them and a low-rank correction a fold
+        (:func:`~stochsvm._core.anchors.anchor_label_solves_without`). Returns ``(values of
+        all, [values without held_out[f], ...])``, arrays of shape ``(m, n_classes)``."""
         gram, right, scaled, targets = self._labeled_system(positions, class_index,
                                                             n_classes, labeled_weights)
-        removed = [(scaled[places], np.asarray(scaled[places].T @ targets[places]))
-                   for places in held_out]
-        return [self._normalized(A) for A in anchor_label_solves_without(
-            gram, right, self.laplacian, graph_weight, removed)]
+        everything, folds = anchor_label_solves_without(
+            gram, right, self.laplacian, graph_weight,
+            [(scaled[places], targets[places]) for places in held_out])
+        return self._normalized(everything), [self._normalized(A) for A in folds]
 
     def anchor_values(self, positions, y_signed, labeled_weights=None):
         r"""The anchor values :math:`v` of the labels ``y_signed`` (+1 / -1) of the labeled

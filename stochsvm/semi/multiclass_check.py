@@ -47,17 +47,19 @@ from ._base import resolve_semi_supervised_gamma
 from .anchor_graph_labels import build_anchor_graph_labels
 from .safe_selection import kernel_matrix, supervised_subset
 
-__all__ = ["MAXIMUM_MULTICLASS_ANCHORS", "MINIMUM_MULTICLASS_LABELS", "MULTICLASS_ANCHORS", "MULTICLASS_FOLDS",
+__all__ = ["ANCHORS_PER_LABEL", "MAXIMUM_MULTICLASS_ANCHORS", "MINIMUM_MULTICLASS_LABELS", "MULTICLASS_ANCHORS", "MULTICLASS_FOLDS",
            "MULTICLASS_GRAPH_WEIGHT", "MULTICLASS_THRESHOLD", "UNLABELED_ROWS_PER_ANCHOR",
            "fit_multiclass", "held_out_ranks", "multiclass_anchor_count", "one_vs_one_models",
            "rank_statistic"]
 
-#: anchors of the multiclass AGR: one per ``UNLABELED_ROWS_PER_ANCHOR`` unlabeled rows,
-#: at least ``MULTICLASS_ANCHORS`` and at most ``MAXIMUM_MULTICLASS_ANCHORS`` (and at most half
+#: anchors of the multiclass AGR (:func:`multiclass_anchor_count`): one per
+#: ``UNLABELED_ROWS_PER_ANCHOR`` unlabeled rows and at most ``ANCHORS_PER_LABEL`` a label, at
+#: least ``MULTICLASS_ANCHORS`` and at most ``MAXIMUM_MULTICLASS_ANCHORS`` (and at most half
 #: the unlabeled rows, :func:`~stochsvm.semi.anchor_graph_labels.anchor_graph_labels_count`)
 MULTICLASS_ANCHORS = 512
 MAXIMUM_MULTICLASS_ANCHORS = 2048
 UNLABELED_ROWS_PER_ANCHOR = 8
+ANCHORS_PER_LABEL = 20
 #: :math:`\gamma`, the weight of the graph term of the multiclass AGR
 MULTICLASS_GRAPH_WEIGHT = 0.1
 #: folds of the labels (fewer when a class has fewer labels)
@@ -72,13 +74,17 @@ MULTICLASS_THRESHOLD = 1.5
 MINIMUM_MULTICLASS_LABELS = 20
 
 
-def multiclass_anchor_count(n_unlabeled):
-    """The anchors of the multiclass AGR for ``n_unlabeled`` unlabeled rows
-    (:data:`MULTICLASS_ANCHORS`): ``n_unlabeled // UNLABELED_ROWS_PER_ANCHOR`` within
-    ``[MULTICLASS_ANCHORS, MAXIMUM_MULTICLASS_ANCHORS]``. More anchors make a finer graph
-    where there are rows to tie to them; the cost of the ``m x m`` solves bounds them."""
-    return int(min(MAXIMUM_MULTICLASS_ANCHORS,
-                   max(MULTICLASS_ANCHORS, n_unlabeled // UNLABELED_ROWS_PER_ANCHOR)))
+def multiclass_anchor_count(n_unlabeled, n_labeled):
+    """The anchors of the multiclass AGR for ``n_unlabeled`` unlabeled and ``n_labeled``
+    labeled rows (:data:`MULTICLASS_ANCHORS`): the smaller of
+    ``n_unlabeled // UNLABELED_ROWS_PER_ANCHOR`` and ``ANCHORS_PER_LABEL * n_labeled``,
+    within ``[MULTICLASS_ANCHORS, MAXIMUM_MULTICLASS_ANCHORS]``. More anchors make a finer
+    graph where there are rows to tie to them; a finer graph also carries each label a
+    shorter way, so with few labels it is kept coarser; the cost of the ``m x m`` solves
+    bounds it (``benchmarks/BENCHMARKS.md``, "Anchor graph candidate: anchors and
+    k-means")."""
+    finest = min(n_unlabeled // UNLABELED_ROWS_PER_ANCHOR, ANCHORS_PER_LABEL * n_labeled)
+    return int(min(MAXIMUM_MULTICLASS_ANCHORS, max(MULTICLASS_ANCHORS, finest)))
 
 
 def _labeled_svc(X_labeled, class_index, n_classes, *, C, gamma, kernel, sample_weight=None):
@@ -162,7 +168,7 @@ def _true_class_ranks(scores, truth):
 
 
 def held_out_ranks(graph, X_labeled, class_index, n_classes, folds, *, C, gamma, kernel,
-                   labeled_weights=None):
+                   labeled_weights=None, return_values=False):
     r"""``(graph_ranks, supervised_ranks)``, the rank of the true class of every held-out
     label (in the order of the ``folds``' held-out positions) among the per-class scores of
     AGR (``graph``, an :class:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels`; the
@@ -171,14 +177,16 @@ def held_out_ranks(graph, X_labeled, class_index, n_classes, folds, *, C, gamma,
     ``SVC(break_ties=True)``'s prediction), each trained on the training labels of the fold
     (``(train, held_out)`` positions of the labels, each fold a partition of the same
     labels). AGR's models of the folds come from one factor of the matrix of all those labels
-    (:meth:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels.held_out_class_values`)."""
+    (:meth:`~stochsvm.semi.anchor_graph_labels.AnchorGraphLabels.held_out_class_values`);
+    ``return_values=True`` adds a third item, ``(labels, values)``: those labels' positions
+    and AGR's class values on all of them."""
     graph_ranks, supervised_ranks = [], []
     labels = np.sort(np.concatenate(folds[0])) if folds else np.zeros(0, dtype=np.intp)
     for train, held_out in folds:
         if train.size + held_out.size != labels.size or not np.array_equal(
                 np.sort(np.concatenate([train, held_out])), labels):
             raise ValueError("the folds of held_out_ranks must partition the same labels")
-    fold_values = graph.held_out_class_values(
+    values_of_all, fold_values = graph.held_out_class_values(
         labels, class_index[labels], n_classes,
         [np.searchsorted(labels, held_out) for _, held_out in folds],
         None if labeled_weights is None else labeled_weights[labels],
@@ -193,7 +201,8 @@ def held_out_ranks(graph, X_labeled, class_index, n_classes, folds, *, C, gamma,
         scores = one_vs_one_scores(_pair_values(machine, dense, resolved, kernel,
                                                 X_labeled[held_out]), n_classes)
         supervised_ranks.append(_true_class_ranks(scores, truth))
-    return np.concatenate(graph_ranks), np.concatenate(supervised_ranks)
+    ranks = np.concatenate(graph_ranks), np.concatenate(supervised_ranks)
+    return (*ranks, (labels, values_of_all)) if return_values else ranks
 
 
 def rank_statistic(graph_ranks, supervised_ranks):
@@ -275,22 +284,25 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
     if not too_few:
         graph = build_anchor_graph_labels(
             X_labeled, unlabeled_rows, n_unlabeled,
-            multiclass_anchor_count(n_unlabeled) if n_anchors is None else n_anchors,
+            multiclass_anchor_count(n_unlabeled, class_index.shape[0]) if n_anchors is None
+            else n_anchors,
             n_neighbors, seed,
             weights)
         n_folds = int(min(MULTICLASS_FOLDS, np.bincount(class_index[checked]).min()))
         folds = [(checked[train], checked[held_out]) for train, held_out
                  in _stratified_folds(class_index[checked], n_folds, seed)]
-        graph_ranks, supervised_ranks = held_out_ranks(
+        graph_ranks, supervised_ranks, (checked_labels, checked_values) = held_out_ranks(
             graph, X_labeled, class_index, n_classes, folds, C=C, gamma=gamma, kernel=kernel,
-            labeled_weights=labeled_weights)
+            labeled_weights=labeled_weights, return_values=True)
         statistic = rank_statistic(graph_ranks, supervised_ranks)
         wins = int(np.sum((graph_ranks == 1) & (supervised_ranks > 1)))
         losses = int(np.sum((supervised_ranks == 1) & (graph_ranks > 1)))
     everything = np.arange(class_index.shape[0])
     if graph is not None and statistic > MULTICLASS_THRESHOLD:
-        values = graph.class_values(everything, class_index, n_classes, labeled_weights,
-                                    MULTICLASS_GRAPH_WEIGHT)
+        # the folds' factor already gave the values of all the labels where it held them all
+        values = (checked_values if np.array_equal(checked_labels, everything) else
+                  graph.class_values(everything, class_index, n_classes, labeled_weights,
+                                     MULTICLASS_GRAPH_WEIGHT))
         models = [graph.state(values[:, k], template) for k in range(n_classes)]
         labeled_values = graph.labeled_decision(everything, values)
         strategy, kept = ONE_VS_REST, "anchor_graph_labels"

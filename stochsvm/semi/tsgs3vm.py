@@ -316,6 +316,10 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         Anchors of the graph: k-means centers on a sample of the unlabeled rows, each
         replaced by its nearest sampled row. ``None`` keeps about 8 sampled members per
         anchor in an iteration's batch (:func:`~stochsvm.semi.manifold.resolve_anchor_count`).
+        With three or more classes, the anchors of the multiclass check's anchor graph (the
+        k-means centers themselves): ``None`` gives one per 8 unlabeled rows and at most 20
+        a label, from 512 to 2048
+        (:func:`~stochsvm.semi.multiclass_check.multiclass_anchor_count`).
     n_neighbors : int, default=5
         Anchors each sample is tied to (at most ``n_anchors``).
     verbose : int, default=0
