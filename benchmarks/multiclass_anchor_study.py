@@ -3,7 +3,7 @@ k-means.
 
 A study behind a default. On the data sets and label draws of
 ``benchmarks/semi_multiclass.py`` (its :func:`load_sets` and :func:`draw_labels`; 10 and 100
-labels a class, draws 0-2, the first 5000 test rows), it builds the candidate
+labels a class, draws 0-1, the first 5000 test rows), it builds the candidate
 (:func:`stochsvm.semi.anchor_graph_labels.build_anchor_graph_labels`) under each
 configuration of :data:`CONFIGURATIONS` and scores AGR's multiclass prediction on the test
 rows at each graph weight of :data:`GRAPH_WEIGHTS`:
@@ -40,7 +40,7 @@ from stochsvm.semi.multiclass_check import multiclass_anchor_count  # noqa: E402
 
 GRAPH_WEIGHTS = (0.01, 0.03, 0.1, 0.3, 1.0)
 DEFAULT_WEIGHT = 0.1
-DRAWS = 3
+DRAWS = 2
 TEST_ROWS = 5000
 #: (name, anchors, initialization, epochs, float type, rows a center, neighbors)
 CONFIGURATIONS = (

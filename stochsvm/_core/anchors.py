@@ -223,8 +223,7 @@ def nearest_rows(centers, X):
     :math:`\\arg\\min_i \\|x_i - c\\|^2 = \\arg\\min_i (\\|x_i\\|^2 - 2 x_i^\\top c)`, from
     ``X @ centers.T`` in chunks of rows: :math:`O(\\mathrm{nnz}(X)\\, m)` on CSR input, where
     scikit-learn's ``pairwise_distances_argmin`` densifies work of order :math:`n d` per center
-    block (1.8 s against 0.6 s for 100 centers on 10^5 x 10^5 sparse text). Ties go to the
-    first row.
+    block. Ties go to the first row.
     """
     centers = np.asarray(centers, dtype=np.float64)
     squared_norms = _squared_row_norms(X)
@@ -280,9 +279,8 @@ def nearest_anchors(X, anchors, n_neighbors):
     :math:`\\|x\\|^2 - 2 x^\\top z + \\|z\\|^2` with ``X @ anchors.T`` in chunks of rows (the
     anchors held dense, as the k-means centers already are), clipped at zero: on CSR input
     :math:`O(\\mathrm{nnz}(X)\\, m)`; the ``k`` smallest of each row by a compiled insertion
-    (:func:`_smallest_distances`). Measured with 100 anchors: 10^6 x 10^4 CSR rows (20
-    nonzeros each) 1.5 s against 7.2 s for scikit-learn's brute ``NearestNeighbors``; on
-    10^6 x 100 dense rows 1.4 s against 0.8 s (its fused, multi-threaded search), which
+    (:func:`_smallest_distances`): faster than scikit-learn's brute ``NearestNeighbors`` on
+    CSR rows, slower on many wide dense rows (its fused, multi-threaded search), which
     :func:`build_anchor_graph` therefore uses on dense input.
     """
     anchors = anchors.toarray() if sp.issparse(anchors) else np.asarray(anchors)
@@ -344,8 +342,8 @@ def anchor_weights(X, anchors, n_neighbors, bandwidth="paper", search="auto"):
     finds the nearest anchors of dense rows with scikit-learn's brute ``NearestNeighbors``
     (fused and threaded: the faster for many rows and wide ``X``) and of CSR rows with
     :func:`nearest_anchors`; ``"compiled"`` uses :func:`nearest_anchors` for both (the
-    faster for a batch against a few hundred anchors: 15,625 rows x 28 against 256 anchors
-    in 0.05 s against 0.15 s, and the same search for dense and CSR rows).
+    faster for a batch against a few hundred anchors, and the same search for dense and CSR
+    rows).
     """
     if bandwidth not in BANDWIDTHS:
         raise ValueError(f"bandwidth={bandwidth!r} is not valid; choose one of {list(BANDWIDTHS)}.")
@@ -430,8 +428,8 @@ def class_products(X, y_signed, weights, graph):
     r"""The two :math:`m \times (d + 1)` products :math:`(\tilde X_\pm^\top S_\pm M_\pm)^\top`.
 
     The last column is the intercept's (the column sums of :math:`S_\pm M_\pm`). On CSR input
-    a compiled scatter-add of each row into its anchors' rows (O(nnz k)): 0.3 s against 2.9 s
-    for scipy's sparse product on 10^6 x 10^4 rows with 20 nonzeros each.
+    a compiled scatter-add of each row into its anchors' rows (O(nnz k)), faster than scipy's
+    sparse product, which builds the product matrix.
     """
     if sp.issparse(X):
         X = X.tocsr()

@@ -195,11 +195,9 @@ def check_sample_weight(sample_weight, n_samples):
     return weights
 
 
-#: the largest C times the total sample weight the solvers resolve in double precision.
-#: Measured on breast cancer (569 samples, rbf): from C = 1e8 to 1e18, SCS trains 187-199
-#: support vectors at training accuracy 1.0 (the hard-margin regime, where a larger C
-#: changes little); at 1e22 its support vectors drift to 541, and from 1e26 it takes no step
-#: (digits alike); Wolfe's method and kernel Pegasos return all-zero models at 1e30
+#: the largest C times the total sample weight the solvers resolve in double precision: up
+#: to it a larger C changes little (the hard-margin regime); far above it the kernel solvers'
+#: steps lose their precision and, past about 1e26, return all-zero models
 MAXIMUM_MARGIN_WEIGHT = 1e18
 
 

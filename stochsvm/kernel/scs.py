@@ -440,11 +440,9 @@ class SCSKernelSVC(BaseKernelClassifier):
         (the products with the rows of a validation sample are float32 products).
         ``"auto"``: float64 up to a capacity (``min(max_samples, n_samples)``) of 10000
         samples; above, ``"fixed16"`` where it applies (rbf or laplacian, adaptive sampling,
-        NumPy or dask input), else float32. Measured (``benchmarks/BENCHMARKS.md``, "SCS
-        with a 16-bit kernel matrix"; C = 10, one thread): at the same 32,768 samples the
-        16-bit matrix gave the float32 matrix's accuracy within 0.05 point on Fashion-MNIST
-        tops vs rest and the generated 10^5 set, 20% faster on Fashion, in 2.8 GiB of peak
-        memory instead of 4.8.
+        NumPy or dask input), else float32: the 16-bit matrix keeps the float32 matrix's
+        accuracy at about half its memory (``benchmarks/BENCHMARKS.md``, "SCS with a 16-bit
+        kernel matrix").
     max_memory_mb : float, default=1024
         Budget for :math:`Q^k`, the row cache past it and the validation columns, in
         mebibytes: 23,170 samples in 16-bit fixed point (the ``"auto"`` storage of a large

@@ -207,12 +207,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     step_schedule : {"decreasing", "constant"}, default="decreasing"
         ``"decreasing"``: ``gamma_t = gamma_0 / (1 + gamma_0 t)`` (SGD on the 1-strongly
         convex objective, as Pegasos); ``"constant"``: ``gamma_t = gamma_0 = 1 / eta``, the
-        paper's protocol. Measured with 200 labels (``C = 1``, 3 label draws), where a
-        constant step keeps moving ``f`` by about ``gamma C n_l`` on the labeled points:
-        generated clusters (n = 2000) 0.85-0.86 against 0.72-0.77 at the default iterations
-        and 0.86-0.88 against 0.78-0.83 at 1000; Fashion-MNIST tops vs rest (n = 5000)
-        0.93-0.94 against 0.83-0.87. With 10 labels (two moons) the two are within 1.5
-        points.
+        paper's protocol. A constant step keeps moving ``f`` by about ``gamma C n_l`` on the
+        labeled points, so the decreasing one is the more accurate with many labels
+        (``benchmarks/BENCHMARKS.md``, the TSGS3VM defaults).
     theta : float, default=1.0
         The ``theta`` of ``step_size="theory"``.
     max_iter : int or None, default=None
@@ -229,10 +226,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
     random_state : int, RandomState instance or None, default=None
     feature_dtype : {"float32", "float64"} or numpy.float32 / numpy.float64, default="float32"
         Precision of the random features and their cosines during training. float32 has a
-        relative error about 1e-6 in ``f`` and halves the memory of the cached blocks;
-        measured fit times, float32 against float64 (one thread, n = 20000, 200 labels):
-        0.19 s against 0.48 s on generated clusters (d = 20), 2.2 s against 4.4 s on
-        Fashion-MNIST tops vs rest (d = 784). Prediction evaluates in float64 either way.
+        relative error about 1e-6 in ``f``, halves the memory of the cached blocks and about
+        halves the fit time. Prediction evaluates in float64 either way.
     balance : bool or "auto", default="auto"
         Add an intercept ``b`` that enforces the balancing constraint of Chapelle & Zien
         (2005) and Collobert et al. (2006): the mean of ``f(x) + b`` over the unlabeled samples
@@ -242,9 +237,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         few labels the unlabeled loss is often minimized by putting every unlabeled sample in
         one class. ``"auto"`` enforces it below 100 labeled samples
         (:data:`stochsvm.semi._base.BALANCE_AUTO_LABELS`, measurements there): with 10-30
-        labels it is worth up to 12 points (two circles, 20 labels: 0.990 against 0.908
-        without), with 200 it costs 1-3 points where the classes overlap (Fashion-MNIST tops
-        vs rest, n = 20000: 0.919 against 0.932). Where the classes overlap the unlabeled
+        labels it is worth many points, with 200 it costs a few where the classes overlap.
+        Where the classes overlap the unlabeled
         loss itself can lower accuracy; cross-validation over ``C_star`` and ``balance`` with
         :class:`~stochsvm.semi.model_selection.LabeledKFold` tells which case a data set is.
     unlabeled_ramp_up : float in [0, 1], default=0.5
@@ -259,11 +253,9 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         ``O(|B_u| T m d)``. The labeled hinge sum weighs ``C n_l``, so the functional SGD
         needs on the order of ``C n_l`` steps to settle, more than the 64 iterations of a
         default pass once ``C`` is large. ``1`` is Alg. 1 as printed; ``"auto"`` takes
-        ``ceil(C n_l / T)``, at most 64. Measured with 200 labels (medians of 3 label draws,
-        ``C_star=0`` / default ``C_star``, against ``1``): at ``C = 10`` generated clusters
-        (n = 20000) 0.870 / 0.854 against 0.772 / 0.814 and Fashion-MNIST tops vs rest
-        (n = 20000) 0.938 / 0.944 against 0.907 / 0.927 (``SVC`` on the labels: 0.874 and
-        0.946); at ``C = 1`` within a point; fit time within 10%.
+        ``ceil(C n_l / T)``, at most 64: at large ``C`` it reaches the accuracy of the ``SVC``
+        on the labels where one step an iteration falls short, at the same cost within 10%
+        (``benchmarks/BENCHMARKS.md``).
     safe_folds : int >= 2 or None, default=3
         The supervised check, which keeps the unlabeled term only where it beats an ``SVC``
         on the labels alone on held-out labels: split the labeled samples into ``safe_folds``
@@ -277,10 +269,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         binary model holds ``support_vectors`` and ``dual_coefficients`` and no feature
         block; ``n_iter_`` is 0). The S3VM on all the labels and the fold S3VMs share one
         pass: the same unlabeled batches and feature blocks, whose projections dominate the
-        cost (:func:`~stochsvm.semi.triply_stochastic.tsgs3vm_train_shared`), so the check adds 16-70% to a fit, not
-        ``safe_folds`` fits (n = 20000, 200 labels, one BLAS thread: 2.43 s against 2.09 s on
-        Fashion-MNIST tops vs rest, 0.23 s against 0.14 s on generated clusters with d = 20;
-        one pass over 10^6 x 28 in 8.3 s against 6.4 s). Fewer than 50 labels
+        cost (:func:`~stochsvm.semi.triply_stochastic.tsgs3vm_train_shared`), so the check
+        costs a fraction of one fit, not ``safe_folds`` fits. Fewer than 50 labels
         (:data:`~stochsvm.semi.safe_selection.MINIMUM_CHECKED_LABELS`) or fewer than ``safe_folds`` in a class: the check
         has no power and the model is the ``SVC`` on the labels, at the cost of that ``SVC``
         alone. Each ``SVC`` of the check (and the fallback) trains on at most 5000 labels
@@ -309,9 +299,8 @@ class TSGS3VM(BaseSemiSupervisedClassifier):
         so one value serves every ``n``. ``0`` turns the term off. With ``safe_folds`` the
         check weighs the S3VM (``C_star``), the manifold term and both against the ``SVC``
         on the labels and keeps the best that wins; without it both terms train together.
-        Measured (``benchmarks/tsgs3vm_safe.py``, BENCHMARKS.md "TSGS3VM against
-        supervised"): the term gains where the classes follow the graph and loses where they
-        do not (dna: the classes are not neighborhoods of the 180 binary features).
+        The term gains where the classes follow the graph and loses where they do not
+        (``benchmarks/BENCHMARKS.md``, "TSGS3VM against supervised").
     n_anchors : int or None, default=None
         Anchors of the graph: k-means centers on a sample of the unlabeled rows, each
         replaced by its nearest sampled row. ``None`` keeps about 8 sampled members per
