@@ -353,5 +353,8 @@ def test_warm_up_of_the_kernel_task_grows_scs_past_its_budget(monkeypatch):
     original = scs_adaptive.computed_products
     monkeypatch.setattr(scs_adaptive, "computed_products",
                         lambda *args: past_the_budget.append(args[0]) or original(*args))
+    # in this process (where fork is available it runs in a forked one, which this list
+    # cannot see: that keeps numba's OpenMP threads out of the process the fits fork from)
+    monkeypatch.setattr(harness, "fork_available", lambda: False)
     harness.warm_up(comparison.methods[:1], [comparison.dataset])
     assert past_the_budget
