@@ -862,7 +862,9 @@ def test_compiled_chunks_are_bounded_in_work(monkeypatch):
 @pytest.mark.parametrize("class_weight", [{0: 3.0, 1: 0.5}, "balanced"])
 def test_class_weight_equals_the_sample_weight_of_each_class(name, class_weight):
     # class_weight multiplies C per class as SVC's does: the model of sample weights set to
-    # each sample's class weight, on two classes and one-vs-rest alike
+    # each sample's class weight, on two classes and one-vs-rest alike (SCS with the sampling
+    # printed in Alg. 1: its adaptive sampling takes the classes at their weights' rates,
+    # test_class_weight_takes_the_classes_at_their_weights_rates)
     from sklearn.utils.class_weight import compute_class_weight
 
     from stochsvm import registry
@@ -871,6 +873,8 @@ def test_class_weight_equals_the_sample_weight_of_each_class(name, class_weight)
     settings = {"max_iter": 30}
     if "random_state" in cls().get_params():
         settings["random_state"] = 0
+    if name == "SCSKernelSVC":
+        settings["sampling"] = "every_iteration"
     X_binary, y_binary = binary_breast_cancer()
     for X, y in ((X_binary[:300], (y_binary[:300] > 0).astype(int)), _three_classes()):
         classes = np.unique(y)

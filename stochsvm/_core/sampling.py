@@ -35,7 +35,11 @@ Seeds and schedules shared by the families and by their Dask fits:
     the labeled and unlabeled mini-batches of the triply stochastic semi-supervised solvers
     (TSGS3VM and FRS3VM), drawn in memory and on Dask from the same generator;
 ``distinct_indices``
-    sampling without replacement in O(count log count).
+    sampling without replacement in O(count log count);
+``class_weighted_order``
+    the order in which a growing sample (SCS's :math:`S_k`) takes the rows of a binary
+    problem: each class at the rate of its share of the weights, with the importance factors
+    that keep the sample's objective an unbiased estimate of the whole one.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from sklearn.utils import check_random_state
 
 __all__ = [
     "batch_schedule",
+    "class_weighted_order",
     "distinct_indices",
     "epoch_generator",
     "problem_seeds",
@@ -180,3 +185,60 @@ def batch_schedule(rng, n_labeled, n_unlabeled, labeled_batch, unlabeled_batch, 
             unlabeled = order[position:position + unlabeled_batch]
             position += unlabeled_batch
         yield labeled, unlabeled
+
+
+def class_weighted_order(signs, weights, length, rng):
+    r"""A permutation of the ``n`` rows of a binary problem whose first ``length`` entries
+    hold each class :math:`c` at the rate :math:`\pi_c` of its share of the weights,
+    :math:`W_c / W` with :math:`W_c = \sum_{y_i = c} s_i`, at most all of its :math:`n_c`
+    rows (water-filling: what a class cannot fill goes to the other), interleaved so that
+    every prefix holds each class in about that proportion; the rows past ``length`` follow
+    in random order.
+
+    A sample of the first :math:`m \le` ``length`` rows estimates
+    :math:`\sum_i s_i \ell_i` by :math:`\frac nm \sum_{i \le m} s_i \rho_{y_i} \ell_i`
+    without bias for the importance factors :math:`\rho_c = n_c / (n \pi_c)` (each row of
+    class :math:`c` stands for :math:`n_c / (m \pi_c)` rows of it); where no class is
+    capped, :math:`s_i \rho_{y_i} = W / n` for class weights :math:`s_i = w_{y_i}`, an
+    unweighted sample. Under ``class_weight="balanced"`` a rare class thus fills up to half
+    of the sample instead of its share of the rows.
+
+    Parameters
+    ----------
+    signs : ndarray of shape (n,)
+        The labels, -1 or +1.
+    weights : ndarray of shape (n,)
+        :math:`s_i > 0`.
+    length : int
+        The most rows the sample will take.
+    rng : numpy.random.RandomState
+
+    Returns
+    -------
+    order : ndarray of shape (n,)
+    factors : ndarray of shape (n,)
+        :math:`\rho_{y_i}` for the rows of the first ``length`` entries, 1 past them.
+    """
+    n = signs.shape[0]
+    length = min(int(length), n)
+    members = [rng.permutation(np.flatnonzero(signs < 0)),
+               rng.permutation(np.flatnonzero(signs > 0))]
+    counts = np.array([rows.size for rows in members], dtype=float)
+    shares = np.array([weights[rows].sum() for rows in members])
+    shares = shares / shares.sum()
+    takes = shares * length
+    if np.any(takes > counts):  # a class has fewer rows than its share: all of them
+        capped = np.argmax(takes - counts)
+        takes[capped] = counts[capped]
+        takes[1 - capped] = length - counts[capped]
+    takes = np.floor(takes).astype(np.int64)
+    takes[np.argmax(counts - takes)] += length - takes.sum()
+    keys, factors = [], np.ones(n)
+    for rows, take, count in zip(members, takes, counts):
+        # row j of the class at (j + u_j) / take: every prefix holds it at its rate
+        keys.append((np.arange(take) + rng.uniform(size=take)) / max(take, 1))
+        factors[rows[:take]] = count * length / (n * take)
+    head = np.concatenate([rows[:take] for rows, take in zip(members, takes)])
+    head = head[np.argsort(np.concatenate(keys), kind="stable")]
+    tail = rng.permutation(np.concatenate([rows[take:] for rows, take in zip(members, takes)]))
+    return np.concatenate([head, tail]), factors

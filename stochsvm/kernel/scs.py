@@ -96,7 +96,11 @@ when an independent sample disagrees with it:
   objective gap and the error rate stay large at every size (label noise is an error no
   sample removes), but the gain of a doubling falls; once a doubling gained at most
   :math:`\epsilon_e`, the next ones (each four times the kernel work) are not taken
-  (measured in ``benchmarks/BENCHMARKS.md``, SCS).
+  (measured in ``benchmarks/BENCHMARKS.md``, SCS). The second and third tests are taken on
+  the balanced measure, each class of :math:`T_k` counting as much as the other
+  (:func:`~stochsvm.kernel.scs_adaptive.growth_bounds`; the formulas above when the
+  classes are equal): on the rate of all points, a class of 1% would stop the growth of a
+  constant classifier at once.
 * After a growth the costs become :math:`C s_i m/|S_{k+1}|`, the direction restarts from
   :math:`-g` at the incumbent and the radius from ``delta_init``. The fit stops when the
   stopping or the stall rule holds and :math:`T_k` does not call for a growth (or
@@ -130,12 +134,8 @@ Implementation choices (each one stated where the paper leaves room)
   (:func:`~stochsvm.kernel._conjugate.first_step_length`). With the paper's
   :math:`C = 1/m` this is :math:`\|g_0\|` (the unit step is exact); :math:`\|g_0\|` grows like
   ``C`` while :math:`r_0` stays bounded (3 to 11 on breast cancer and digits for any
-  :math:`C \ge 1`), so the same defaults fit every ``C``. In units of :math:`\|g_0\|` the
-  first trials at ``C = 1e4`` on breast cancer were four orders of magnitude too long (the
-  first 8 iterations were null steps: a zero model at ``max_iter=5``, and at ``C = 1e6``
-  still at ``max_iter=10``), ``delta_min`` was longer than the steps the kinks allow, and
-  ``tol`` (:math:`10^{-3}\|g_0\| \approx 2000`) let the same rule in Wolfe's method stop 84%
-  above the optimum.
+  :math:`C \ge 1`), so the same defaults fit every ``C``; radii in units of
+  :math:`\|g_0\|` would be orders of magnitude too long at large ``C``.
 * **Initial direction.** :math:`d_0 = -g_0` (Alg. 1 step 4 with the sign that makes
   :math:`-d_0 \in \partial f_0(\hat a_0)`).
 * **Null steps.** When Alg. 2 returns :math:`t = 0` the incumbent does not move; if the sample
@@ -149,7 +149,7 @@ Implementation choices (each one stated where the paper leaves room)
   :math:`d` is reset to :math:`-g` with :math:`g` taken at the incumbent (Wolfe's reset).
   A short direction built from null steps near the incumbent is kept: it is the
   :math:`(\varepsilon, \delta_{min})`-stationarity certificate of the stopping rule
-  (resetting it made the method cycle between the reset and the same null steps).
+  (resetting it would cycle between the reset and the same null steps).
 * **Exact sample.** Once :math:`S_k` holds every training sample, :math:`f_k` is the
   objective itself and the ratio test of steps 12-16 uses :math:`f_k` (no sample estimates it
   better); a validation sample would only add noise, which at large ``C`` (a few hinge terms
@@ -230,7 +230,6 @@ Implementation choices (each one stated where the paper leaves room)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import partial
 from numbers import Integral, Real
 
@@ -240,14 +239,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.array_api import namespace_of, to_namespace
 from .._core.monitor import TrainingMonitor
-from .._core.probability import HeldOutValues
+from .._core.sampling import class_weighted_order
 from .._core.state import ArrayField, IntField
 from .._core.threads import fit_threads, using_threads
 from ._base import BaseKernelClassifier, check_gram_budget
 from .fixed_point import FIXED_KERNELS, FIXED_STORAGE, fixed_step, storage_dtype
 from .row_sources import InMemoryRows, is_row_source
 from .scs_adaptive import (CALIBRATION_POINTS, MINIMUM_HELD_OUT, CompiledSample,
-                           fit_adaptive)
+                           SCSSettings, fit_adaptive, held_out_parts)
 from .scs_array_api import NamespaceSample
 from .scs_every_iteration import fit_every_iteration
 
@@ -265,63 +264,6 @@ LEADING_BLOCK_SHARE = 0.25
 #: sample grows to at least this size (the samples of the 16-bit matrix of 2 GiB), past the
 #: budget where it caches fewer
 DEFAULT_MAX_SAMPLES = 32768
-
-
-@dataclass(frozen=True)
-class SCSSettings:
-    r"""The hyper-parameters of one SCS fit, resolved once by
-    :meth:`SCSKernelSVC._resolve_parameters` and passed down to the sampling schedules.
-
-    ``capacity`` is the largest :math:`|S_k|` (``max_samples``, or what ``max_memory_mb``
-    holds, at most the training set);
-    ``cached`` the samples whose rows of :math:`Q^k` are kept (what ``max_memory_mb``
-    holds, at most ``capacity``); ``initial_samples`` is :math:`|S_0|`;
-    ``sufficient_decrease`` and ``curvature`` are :math:`m_1, m_2` of Alg. 2 and ``divisor``
-    its :math:`n`; ``eta1``, ``eta2`` and ``radius_factor`` are :math:`\eta_1, \eta_2,
-    \gamma` of Alg. 1; ``euclidean`` selects the metric of the directions; ``patience`` is
-    ``n_iter_no_change`` (``None``: no stall rule); ``threads`` is the number of threads of
-    the kernel blocks and the compiled loops (:func:`stochsvm._core.threads.fit_threads`;
-    the model does not depend on it); ``kernel_rows`` is ``(kernel, gamma, degree, coef0,
-    intercept offset)`` of the values computed on the fly past ``cached``
-    (:mod:`stochsvm.kernel.kernel_rows`), ``None`` when every sample is cached, and
-    ``row_slots`` the rows of :math:`Q^k` its row cache holds. The other
-    fields are the estimator's parameters of the same names (``C`` as a float).
-    """
-
-    C: float
-    initial_samples: int
-    capacity: int
-    cached: int
-    max_samples: int | None
-    samples_per_iter: int
-    tol: float
-    max_iter: int
-    delta_init: float
-    delta_min: float
-    delta_max: float
-    eta1: float
-    eta2: float
-    radius_factor: float
-    sufficient_decrease: float
-    curvature: float
-    divisor: int
-    validation_size: int
-    euclidean: bool
-    patience: int | None
-    stall_tol: float
-    sampling: str
-    sampling_tol: float
-    error_tol: float
-    kernel_dtype: str
-    max_memory_mb: float
-    # Q^k's storage: "fixed16" or the kernel_dtype, and the value of a stored unit
-    # (stochsvm.kernel.fixed_point; 1 for a float matrix)
-    kernel_storage: str = "float64"
-    kernel_step: float = 1.0
-    calibration_points: int = 0
-    threads: int = 1
-    kernel_rows: tuple | None = None
-    row_slots: int = 0
 
 
 class SCSKernelSVC(BaseKernelClassifier):
@@ -449,8 +391,12 @@ class SCSKernelSVC(BaseKernelClassifier):
         rbf fit). Past it, see ``max_samples``.
     class_weight : dict, "balanced" or None, default=None
         Multiplies ``C`` for the samples of each class (``{class: weight}``), as in ``SVC``;
-        ``"balanced"`` uses ``n_samples / (n_classes * count of the class)``. The same model as
-        ``sample_weight`` set to the class's weight on each sample.
+        ``"balanced"`` uses ``n_samples / (n_classes * count of the class)``. The objective of
+        ``sample_weight`` set to the class's weight on each sample; with adaptive sampling,
+        :math:`S_k` then takes each class at the rate of its share of the weights, at most
+        all its rows, with importance weights that keep :math:`f_k` an unbiased estimate of
+        :math:`F` (:func:`~stochsvm._core.sampling.class_weighted_order`): under
+        ``"balanced"`` a rare class fills up to half of :math:`S_k`.
     n_jobs : int or None, default=None
         Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
         core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
@@ -704,8 +650,11 @@ class SCSKernelSVC(BaseKernelClassifier):
         kernel = partial(self._kernel_values, threads=settings.threads)
         with using_threads(settings.threads):
             if settings.sampling == "adaptive":
-                source = X if is_row_source(X) else InMemoryRows(X, signs, weights)
-                order = rng.permutation(source.shape[0])
+                if is_row_source(X):
+                    source, order = X, rng.permutation(X.shape[0])
+                else:
+                    order, weights = self._sample_order(settings, signs, weights, rng)
+                    source = InMemoryRows(X, signs, weights)
                 return fit_adaptive(settings, CompiledSample(settings, kernel, source, order),
                                     index, monitor)
             return fit_every_iteration(settings, kernel, X, signs, weights, rng, index,
@@ -733,9 +682,20 @@ class SCSKernelSVC(BaseKernelClassifier):
         kernel = partial(self._kernel_values_in_namespace, namespace=namespace)
         kernel_on_the_fly = partial(self._kernel_values_in_namespace, namespace=namespace,
                                     dtype="float64")
+        order, weights = self._sample_order(settings, signs, weights, rng)
         return fit_adaptive(settings, NamespaceSample(
-            settings, kernel, kernel_on_the_fly, X, signs, weights,
-            rng.permutation(X.shape[0]), namespace), index, monitor)
+            settings, kernel, kernel_on_the_fly, X, signs, weights, order, namespace),
+            index, monitor)
+
+    def _sample_order(self, settings, signs, weights, rng):
+        """The order in which :math:`S_k` and the :math:`T_k` take the samples of a binary
+        problem, and their weights: a random permutation; with ``class_weight``, each class
+        at the rate of its share of the weights, with the importance factors of
+        :func:`~stochsvm._core.sampling.class_weighted_order` on the weights."""
+        if self.class_weight is None:
+            return rng.permutation(signs.shape[0]), weights
+        order, factors = class_weighted_order(signs, weights, settings.capacity, rng)
+        return order, weights * factors
 
     def fit(self, X, y, sample_weight=None):
         """Fit by Alg. 1 (one binary problem, or one per class for more than two classes).
@@ -781,14 +741,14 @@ class SCSKernelSVC(BaseKernelClassifier):
         if all(part is not None and len(part["indices"]) >= MINIMUM_HELD_OUT
                for part in held_out):
             if X is None:  # dask input: labels and weights came with the rows
-                return [HeldOutValues(part["values"], part["signs"], part["weights"],
-                                      part["indices"]) for part in held_out]
+                return held_out_parts(held_out)
             weights = (np.ones(len(y)) if sample_weight is None
                        else np.asarray(sample_weight, dtype=np.float64))
-            return [HeldOutValues(part["values"],
-                                  np.where(y[part["indices"]] == label, 1.0, -1.0),
-                                  weights[part["indices"]], part["indices"])
-                    for part, label in zip(held_out, self._positive_labels())]
+            parts = held_out_parts(held_out, y, weights, self._positive_labels(),
+                                   post_stratified=self.class_weight is not None)
+            if parts is not None:
+                return parts
+            return super()._held_out_values(X, y, sample_weight)
         if X is None or namespace_of(X) is not None:
             raise ValueError(
                 f"SCSKernelSVC(probability=True) on dask input or on a device array "

@@ -11,12 +11,14 @@ the same model for the same ``random_state``.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.kernels import prepare_columns
+from .._core.probability import HeldOutValues
 from ._base import matvec
 from ._conjugate import first_step_length
 from .fixed_point import storage_dtype, store_kernel
@@ -64,7 +66,9 @@ from .scs_iterations import (
 )
 
 __all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "CompiledSample", "COMPUTED_PRODUCT_FEATURES", "MINIMUM_HELD_OUT",
-           "cache_end", "column_preparation", "fit_adaptive", "grow", "held_out_values",
+           "SCSSettings",
+           "cache_end", "class_counts", "column_preparation", "fit_adaptive", "grow",
+           "growth_bounds", "held_out_parts", "held_out_values",
            "problem_result", "rescale_hinge", "streamed_scores", "test_size",
            "validation_scores", "validation_test", "warn_about_problem"]
 
@@ -82,12 +86,69 @@ MINIMUM_HELD_OUT = 200
 HELD_OUT_BLOCK_BYTES = 64 * 2**20
 
 
+@dataclass(frozen=True)
+class SCSSettings:
+    r"""The hyper-parameters of one SCS fit, resolved once by
+    :meth:`stochsvm.SCSKernelSVC.fit` and passed down to the sampling schedules.
+
+    ``capacity`` is the largest :math:`|S_k|` (``max_samples``, or what ``max_memory_mb``
+    holds, at most the training set);
+    ``cached`` the samples whose rows of :math:`Q^k` are kept (what ``max_memory_mb``
+    holds, at most ``capacity``); ``initial_samples`` is :math:`|S_0|`;
+    ``sufficient_decrease`` and ``curvature`` are :math:`m_1, m_2` of Alg. 2 and ``divisor``
+    its :math:`n`; ``eta1``, ``eta2`` and ``radius_factor`` are :math:`\eta_1, \eta_2,
+    \gamma` of Alg. 1; ``euclidean`` selects the metric of the directions; ``patience`` is
+    ``n_iter_no_change`` (``None``: no stall rule); ``threads`` is the number of threads of
+    the kernel blocks and the compiled loops (:func:`stochsvm._core.threads.fit_threads`;
+    the model does not depend on it); ``kernel_rows`` is ``(kernel, gamma, degree, coef0,
+    intercept offset)`` of the values computed on the fly past ``cached``
+    (:mod:`stochsvm.kernel.kernel_rows`), ``None`` when every sample is cached, and
+    ``row_slots`` the rows of :math:`Q^k` its row cache holds. The other
+    fields are the estimator's parameters of the same names (``C`` as a float).
+    """
+
+    C: float
+    initial_samples: int
+    capacity: int
+    cached: int
+    max_samples: int | None
+    samples_per_iter: int
+    tol: float
+    max_iter: int
+    delta_init: float
+    delta_min: float
+    delta_max: float
+    eta1: float
+    eta2: float
+    radius_factor: float
+    sufficient_decrease: float
+    curvature: float
+    divisor: int
+    validation_size: int
+    euclidean: bool
+    patience: int | None
+    stall_tol: float
+    sampling: str
+    sampling_tol: float
+    error_tol: float
+    kernel_dtype: str
+    max_memory_mb: float
+    # Q^k's storage: "fixed16" or the kernel_dtype, and the value of a stored unit
+    # (stochsvm.kernel.fixed_point; 1 for a float matrix)
+    kernel_storage: str = "float64"
+    kernel_step: float = 1.0
+    calibration_points: int = 0
+    threads: int = 1
+    kernel_rows: tuple | None = None
+    row_slots: int = 0
+
+
 def fit_adaptive(settings, sample, index, monitor):
     r"""One binary problem with adaptive sampling: iterations on a fixed :math:`S_k`, the
     validation test of :math:`T_k` between chunks of them (module docstring of
     :mod:`stochsvm.kernel.scs`). The one schedule of Alg. 1 for the host and for devices.
 
-    ``settings`` is the fit's :class:`~stochsvm.kernel.scs.SCSSettings`; ``sample`` the
+    ``settings`` is the fit's :class:`SCSSettings`; ``sample`` the
     problem's sample :math:`S_k` where it is computed, which does the work the schedule
     decides on: :class:`CompiledSample` (NumPy rows or a row source, compiled iterations) or
     :class:`~stochsvm.kernel.scs_array_api.NamespaceSample` (the arrays of a device). Its
@@ -400,6 +461,35 @@ def held_out_values(settings, kernel, source, order, size, tested, gram, sample_
             "weights": weights}
 
 
+def held_out_parts(held_out, y=None, weights=None, positive_labels=None,
+                   post_stratified=False):
+    r"""The :class:`~stochsvm._core.probability.HeldOutValues` of each problem from the
+    ``held_out`` values of :func:`held_out_values`: with the labels and weights that came
+    with the rows (``y=None``, dask input), or from the labels ``y``, the sample ``weights``
+    and each problem's positive label. ``post_stratified``: the order took the classes at
+    their weights' rates (:func:`~stochsvm._core.sampling.class_weighted_order`), not the
+    data's, so each held-out point of class :math:`c` weighs :math:`(n_c/n)/(h_c/h)` more,
+    :math:`h_c` of the :math:`h` held-out points being of class :math:`c`; ``None`` when a
+    class has no held-out point (the caller then cross-validates)."""
+    if y is None:
+        return [HeldOutValues(part["values"], part["signs"], part["weights"],
+                              part["indices"]) for part in held_out]
+    parts = []
+    for part, label in zip(held_out, positive_labels):
+        indices = part["indices"]
+        signs = np.where(y[indices] == label, 1.0, -1.0)
+        part_weights = weights[indices]
+        if post_stratified:
+            positive_share, held_share = np.mean(y == label), np.mean(signs > 0.0)
+            if held_share in (0.0, 1.0):
+                return None
+            part_weights = part_weights * np.where(
+                signs > 0.0, positive_share / held_share,
+                (1.0 - positive_share) / (1.0 - held_share))
+        parts.append(HeldOutValues(part["values"], signs, part_weights, indices))
+    return parts
+
+
 def problem_result(settings, index, n, order, a, size, capacity, iteration, accepted_steps,
                    converged, stalled, monitor, norm, delta, scale, value):
     """Warn about a fit that took no step or stopped at ``max_iter``, and return
@@ -531,15 +621,11 @@ def validation_test(settings, scores, before, size, count, labels, sample_weight
         excess of the estimate of :math:`F` at the incumbent by :math:`T_k` over its
         estimate by :math:`S_k`.
     error_bound : float
-        :math:`(e + 3) / |T_k|` with :math:`e` the points of :math:`T_k` that the
-        incumbent misclassifies: about a 95% upper bound on its misclassification rate
-        (exactly so, "the rule of three", when :math:`e = 0`).
+        About a 95% upper bound on the balanced misclassification rate of the incumbent
+        on :math:`T_k` (:func:`growth_bounds`).
     gain : float
-        :math:`(e' - e + 2\sqrt{D} + 3) / |T_k|`, with :math:`e'` the points of
-        :math:`T_k` that the previous incumbent misclassifies and :math:`D` the points on
-        which the two disagree: about a 95% upper bound on the accuracy the last growth
-        gained (paired on the same points; the 3 is the rule of three of
-        ``error_bound``, for few disagreements). ``inf`` before the first growth.
+        About a 95% upper bound on the balanced accuracy the last growth gained, paired on
+        the same points (:func:`growth_bounds`). ``inf`` before the first growth.
     """
     quadratic = 0.5 * float(a[:size] @ q_a[:size])
     margins = labels[size:size + count] * scores
@@ -548,15 +634,65 @@ def validation_test(settings, scores, before, size, count, labels, sample_weight
     estimate = quadratic + settings.C * n * float(validation)
     model = quadratic + settings.C * n * float(sample)
     gap = (estimate - model) / estimate if estimate > 0.0 else 0.0
+    positive = labels[size:size + count] > 0.0
     wrong = margins <= 0.0
-    errors = float(np.count_nonzero(wrong))
-    gain = np.inf
-    if before is not None:
-        wrong_before = labels[size:size + count] * before <= 0.0
-        disagreements = float(np.count_nonzero(wrong != wrong_before))
-        gain = (float(np.count_nonzero(wrong_before)) - errors
-                + 2.0 * np.sqrt(disagreements) + 3.0) / count
-    return gap, (errors + 3.0) / count, gain
+    counts = class_counts(positive, np.ones(count, dtype=bool))
+    errors = class_counts(positive, wrong)
+    if before is None:
+        return (gap, *growth_bounds(counts, errors))
+    wrong_before = labels[size:size + count] * before <= 0.0
+    return (gap, *growth_bounds(counts, errors, class_counts(positive, wrong_before),
+                                class_counts(positive, wrong != wrong_before)))
+
+
+def class_counts(positive, selected):
+    """``(negative, positive)``: how many points of each class ``selected`` holds."""
+    positives = np.count_nonzero(selected & positive)
+    return np.array([np.count_nonzero(selected) - positives, positives], dtype=float)
+
+
+def growth_bounds(counts, errors, errors_before=None, disagreements=None):
+    r"""The two error statistics of the sampling test on :math:`T_k`, on the balanced
+    measure: each class of :math:`T_k` counts as much as the others, so that the growth goes
+    on while a rare class is still misclassified, however few its points.
+
+    ``counts`` holds :math:`n_c`, the points of each class in :math:`T_k`; ``errors``
+    :math:`e_c`, those the incumbent misclassifies; ``errors_before`` :math:`e'_c`, those
+    the incumbent of the last growth misclassifies, and ``disagreements`` :math:`D_c`, those
+    on which the two disagree (``None`` before the first growth). Over the :math:`K` classes
+    present, with :math:`m = |T_k|`:
+
+    .. math::
+
+        	ext{error bound} = rac1K\sum_crac{e_c}{n_c}
+            + rac1K\Big(\sum_c rac{9}{n_c m}\Big)^{1/2},
+        \qquad
+        	ext{gain} = rac1K\sum_crac{e'_c - e_c}{n_c}
+            + rac1K\Big(\sum_c \Big(rac{2\sqrt{D_c} + 3\sqrt{n_c/m}}{n_c}\Big)^2
+            \Big)^{1/2}.
+
+    The first terms are the balanced error rate and the balanced accuracy gained; the
+    second ones combine the classes' deviations as independent ones: :math:`2\sqrt{D_c}` two
+    standard deviations of the paired difference of class :math:`c`, and
+    :math:`3\sqrt{n_c/m}` a share of the rule of three (the 95% bound :math:`3/n` on a rate
+    with no error seen). On one class, or on classes of equal counts with equal
+    :math:`D_c`, they are the bounds :math:`(e + 3)/m` and :math:`(e' - e + 2\sqrt D +
+    3)/m` of the plain error rate; on a class of :math:`n_c` points out of :math:`m`, the
+    slack is about :math:`3/(K\sqrt{n_c m})`, so that a class of 7 points among 800 keeps
+    the test from stopping a constant classifier (0.02 against ``error_tol``'s 0.005).
+
+    Returns ``(error_bound, gain)``, ``gain`` = ``inf`` before the first growth."""
+    present = counts > 0.0
+    points = counts[present]
+    classes, total = points.size, points.sum()
+    error_bound = (np.sum(errors[present] / points)
+                   + 3.0 * np.sqrt(np.sum(1.0 / (points * total)))) / classes
+    if errors_before is None:
+        return float(error_bound), np.inf
+    deviations = 2.0 * np.sqrt(disagreements[present]) + 3.0 * np.sqrt(points / total)
+    gain = (np.sum((errors_before[present] - errors[present]) / points)
+            + np.sqrt(np.sum((deviations / points) ** 2))) / classes
+    return float(error_bound), float(gain)
 
 
 def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0):

@@ -34,7 +34,7 @@ from array_api_compat import device as array_device
 
 from .._core.array_api import host_floats, to_numpy
 from ._conjugate import first_step_length
-from .scs_adaptive import HELD_OUT_BLOCK_BYTES
+from .scs_adaptive import HELD_OUT_BLOCK_BYTES, growth_bounds
 from .scs_array_api_iterations import (
     IterationConstants,
     IterationState,
@@ -88,7 +88,7 @@ class NamespaceSample:
     Parameters
     ----------
     settings : SCSSettings
-        The fit's settings (:class:`~stochsvm.kernel.scs.SCSSettings`).
+        The fit's settings (:class:`~stochsvm.kernel.scs_adaptive.SCSSettings`).
     kernel : callable
         ``kernel(A, B)``: the fitted kernel block (values plus the intercept's offset) of two
         arrays of the namespace, in ``settings.kernel_dtype``.
@@ -301,35 +301,40 @@ def validation_test_in_namespace(settings, scores, before, iterate, labels, test
     r"""The three statistics of the sampling test on :math:`T_k`
     (:func:`~stochsvm.kernel.scs_adaptive.validation_test`), summed on the device: the
     relative excess :math:`(\hat f_k(\hat a) - f_k(\hat a)) / \hat f_k(\hat a)` of the
-    estimate of :math:`F` by :math:`T_k` over that by :math:`S_k`, the bound
-    :math:`(e + 3)/|T_k|` on the incumbent's error rate, and the bound
-    :math:`(e' - e + 2\sqrt{D} + 3)/|T_k|` on the accuracy the last growth gained (``inf``
-    before the first growth). Returns ``(gap, error_bound, gain)``."""
+    estimate of :math:`F` by :math:`T_k` over that by :math:`S_k`, and the class counts of
+    the bounds on the balanced error rate and on the balanced accuracy the last growth
+    gained (:func:`~stochsvm.kernel.scs_adaptive.growth_bounds`; ``inf`` before the first
+    growth). Returns ``(gap, error_bound, gain)``."""
     xp = namespace
     count = scores.shape[0]
     size = labels.shape[0]
     zeros_test = xp.zeros_like(scores)
     margins = test_labels * scores
     wrong = margins <= 0.0
+    positive = test_labels > 0.0
+
+    def counted(selected):  # (all, positive) points of `selected`
+        return [xp.astype(xp.count_nonzero(selected), xp.float64),
+                xp.astype(xp.count_nonzero(selected & positive), xp.float64)]
+
     sums = [iterate.a @ iterate.q_a,
             test_weights @ xp.maximum(zeros_test, 1.0 - margins),
             sample_weights @ xp.maximum(xp.zeros_like(iterate.q_a),
                                         1.0 - labels * iterate.q_a),
-            xp.astype(xp.count_nonzero(wrong), xp.float64)]
+            xp.astype(xp.count_nonzero(positive), xp.float64), *counted(wrong)]
     if before is not None:
         wrong_before = test_labels * before <= 0.0
-        sums += [xp.astype(xp.count_nonzero(wrong_before), xp.float64),
-                 xp.astype(xp.count_nonzero(wrong != wrong_before), xp.float64)]
+        sums += [*counted(wrong_before), *counted(wrong != wrong_before)]
     values = host_floats(xp, *sums)
     quadratic = 0.5 * values[0]
     estimate = quadratic + settings.C * n * (values[1] / count)
     model = quadratic + settings.C * n * (values[2] / size)
     gap = (estimate - model) / estimate if estimate > 0.0 else 0.0
-    errors = values[3]
-    gain = np.inf
-    if before is not None:
-        gain = (values[4] - errors + 2.0 * np.sqrt(values[5]) + 3.0) / count
-    return gap, (errors + 3.0) / count, gain
+    # (negative, positive) counts of T_k, then of each selection from its (all, positive)
+    by_class = [np.array([count - values[3], values[3]])] + [
+        np.array([every - positives, positives])
+        for every, positives in zip(values[4::2], values[5::2])]
+    return (gap, *growth_bounds(*by_class))
 
 
 def held_out_values_in_namespace(settings, kernel, X, order, size, test_block, sample_rows, a,
