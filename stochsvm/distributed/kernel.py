@@ -306,13 +306,13 @@ def fit_sampled_rows(estimator, X, y, sample_weight=None):
     check_margin_weight(estimator._C, [blocks.weight_total])
     estimator._resolve_kernel_from(n_samples, _gamma(estimator, X_blocks, n_features,
                                                      transfers))
+    positives = estimator._positive_labels()
+    random_state, seeds = problem_seeds(estimator.random_state, len(positives))
     settings = estimator._resolve_parameters(
-        n_samples, n_features, sp.issparse(getattr(X, "_meta", None)))
+        n_samples, n_features, sp.issparse(getattr(X, "_meta", None)), problem_seeds=seeds)
 
     source = SampledRows(X_blocks, y_blocks, weight_blocks, blocks.sizes, n_features,
                          transfers)
-    positives = estimator._positive_labels()
-    random_state, seeds = problem_seeds(estimator.random_state, len(positives))
     supports, histories, iterations, extras = [], [], [], []
     for index, (positive, seed) in enumerate(zip(positives, seeds)):
         rng = random_state if seed is None else np.random.RandomState(seed)

@@ -89,7 +89,8 @@ KERNEL_PARAMETER_CONSTRAINTS = {
 class BaseKernelClassifier(BaseClassifier):
     """Base class: kernel resolution, one-vs-rest, prediction and the objective.
 
-    Subclasses define ``_resolve_parameters(n_samples, n_features, sparse)`` and
+    Subclasses define ``_resolve_parameters(n_samples, n_features, sparse, problem_seeds)``
+    (the seeds of the binary problems, for a solver whose problems share work) and
     ``_fit_binary(X, signs, weights, rng, index) -> (coefficients, history, n_iter)`` (or
     with a fourth item, a dict of per-problem values collected in ``_problem_extras``), where
     ``coefficients`` has one entry per training sample (zeros outside the support). It may run
@@ -219,9 +220,10 @@ class BaseKernelClassifier(BaseClassifier):
         self._C = float(self.C)
         check_margin_weight(self._C, weights)
         self._resolve_kernel(X)
-        settings = self._resolve_parameters(X.shape[0], X.shape[1], sp.issparse(X))
         problems = self._signed_labels(y)
         random_state, seeds = problem_seeds(self.random_state, len(problems))
+        settings = self._resolve_parameters(X.shape[0], X.shape[1], sp.issparse(X),
+                                            problem_seeds=seeds)
         results = self._solve_problems(self._fit_binary, [
             (settings, X, signs, weights,
              random_state if seed is None else np.random.RandomState(seed), index)
@@ -369,9 +371,10 @@ class BaseKernelClassifier(BaseClassifier):
         # and past the budget computes the other kernel values on the fly without a row cache:
         # the whole budget holds the cached matrix
         self._kernel_storage = None
-        settings = self._resolve_parameters(X.shape[0], X.shape[1], False, row_cache=False)
         problems = self._signed_labels(y)
         random_state, seeds = problem_seeds(self.random_state, len(problems))
+        settings = self._resolve_parameters(X.shape[0], X.shape[1], False, row_cache=False,
+                                            problem_seeds=seeds)
         results = [self._fit_binary_in_namespace(
             settings, X, signs, weights,
             random_state if seed is None else np.random.RandomState(seed), index, xp)

@@ -159,7 +159,8 @@ class KernelPegasosSVC(BaseKernelClassifier):
         self.callback = callback
         self.probability = probability
 
-    def _resolve_parameters(self, n_samples, n_features=None, sparse=False):
+    def _resolve_parameters(self, n_samples, n_features=None, sparse=False,
+                            problem_seeds=(None,)):
         """The fit's :class:`KernelPegasosSettings` (the parameters alone are checked by
         ``_parameter_constraints``)."""
         check_gram_budget(1, n_samples + 1, np.float64, self._max_memory_mb,

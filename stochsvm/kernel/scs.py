@@ -183,8 +183,12 @@ Implementation choices (each one stated where the paper leaves room)
   :math:`S_k` instead, :func:`~stochsvm.kernel.scs_adaptive.cache_end`). Where
   both fit, the model is the cached path's to rounding, and it does not depend on the size
   of the row cache. With more
-  than two classes each one-vs-rest problem grows its own sample and matrix, one problem at
-  a time. Once :math:`|S_k|` = ``max_samples`` the
+  than two classes the one-vs-rest problems run one at a time, each growing its own sample,
+  all in one random order (the first problem's seed; with ``class_weight`` each problem
+  has its own order of its classes): the kernel values do not depend on the labels, so a
+  problem reads the rows of the cached matrix that an earlier one computed
+  (:class:`~stochsvm.kernel.scs_adaptive.SharedKernelMatrix`), the same bits it would
+  compute, and its model is the binary fit of its class against the rest. Once :math:`|S_k|` = ``max_samples`` the
   sample stops growing and the method continues on that sample (the history records
   ``samples``; the ``ConvergenceWarning`` at ``max_iter`` says when the bound was hit).
   From then on the kernel rows against :math:`S_k` of the validation points outside it are
@@ -246,7 +250,8 @@ from ._base import BaseKernelClassifier, check_gram_budget
 from .fixed_point import FIXED_KERNELS, FIXED_STORAGE, fixed_step, storage_dtype
 from .row_sources import InMemoryRows, is_row_source
 from .scs_adaptive import (CALIBRATION_POINTS, MINIMUM_HELD_OUT, CompiledSample,
-                           SCSSettings, fit_adaptive, held_out_parts)
+                           SCSSettings, SharedKernelMatrix, fit_adaptive,
+                           held_out_parts)
 from .scs_array_api import NamespaceSample
 from .scs_every_iteration import fit_every_iteration
 
@@ -304,8 +309,11 @@ class SCSKernelSVC(BaseKernelClassifier):
         default metric, the larger of 32768 (``DEFAULT_MAX_SAMPLES``) and what
         ``max_memory_mb`` caches, :math:`S_k` growing past the budget (module docstring,
         "Memory"); each doubling of :math:`S_k` costs about four times the kernel work of
-        the last. Elsewhere (sparse input, the Euclidean metric, sampling at every
-        iteration), the largest sample whose :math:`Q^k` fits ``max_memory_mb`` in the
+        the last. With more than two classes (and no ``class_weight``) the one-vs-rest
+        problems take their samples in one order and share the cached matrix, which each
+        problem would extend alone past the budget: ``None`` is then what
+        ``max_memory_mb`` caches. Elsewhere (sparse input, the Euclidean metric, sampling at
+        every iteration), the largest sample whose :math:`Q^k` fits ``max_memory_mb`` in the
         storage type of ``kernel_dtype`` (23170 in 16-bit fixed point, 16384 in float32,
         11585 in float64 at 1024 MiB); a larger value fails at once with a ``MemoryError``.
     tol : float, default=1e-3
@@ -551,7 +559,8 @@ class SCSKernelSVC(BaseKernelClassifier):
         fixed = self.kernel in FIXED_KERNELS and self.sampling == "adaptive"
         return FIXED_STORAGE if fixed else "float32"
 
-    def _resolve_parameters(self, n_samples, n_features=None, sparse=False, row_cache=True):
+    def _resolve_parameters(self, n_samples, n_features=None, sparse=False, row_cache=True,
+                            problem_seeds=(None,)):
         """The fit's :class:`SCSSettings`, after the rules between parameters (each
         parameter alone is checked by ``_parameter_constraints``). Past the budget
         (module docstring, "Memory") :math:`S_k` grows on dense input with the default
@@ -571,8 +580,13 @@ class SCSKernelSVC(BaseKernelClassifier):
                      math.isqrt(int(self._max_memory_mb * 2**20 // itemsize)))
         past_budget = (not sparse and n_features is not None and self.metric == "rkhs"
                        and self.sampling == "adaptive")
-        # past the budget where it caches fewer (BENCHMARKS.md, "1 GiB by default")
-        default = max(cached, DEFAULT_MAX_SAMPLES) if past_budget else cached
+        # one order for the one-vs-rest problems, so that they share the cached matrix
+        shared = (len(problem_seeds) > 1 and self.sampling == "adaptive"
+                  and self.class_weight is None)
+        # past the budget where it caches fewer (BENCHMARKS.md, "1 GiB by default"); not by
+        # default for shared problems, each of which would compute the rows past it again
+        default = (max(cached, DEFAULT_MAX_SAMPLES) if past_budget and not shared
+                   else cached)
         maximum = default if self.max_samples is None else self.max_samples
         if maximum < self.initial_samples:
             raise ValueError(
@@ -636,7 +650,8 @@ class SCSKernelSVC(BaseKernelClassifier):
             kernel_rows=None if cached == capacity else (
                 self._kernel_name, self._gamma, float(self._degree), self._coef0,
                 float(getattr(self, "_intercept_offset", 0.0) or 0.0)),
-            row_slots=int(row_slots))
+            row_slots=int(row_slots),
+            order_seed=problem_seeds[0] if shared else None)
 
     # ----------------------------------------------------------------------------------
     def _fit_binary(self, settings, X, signs, weights, rng, index):
@@ -650,13 +665,15 @@ class SCSKernelSVC(BaseKernelClassifier):
         kernel = partial(self._kernel_values, threads=settings.threads)
         with using_threads(settings.threads):
             if settings.sampling == "adaptive":
-                if is_row_source(X):
-                    source, order = X, rng.permutation(X.shape[0])
+                if is_row_source(X):  # dask input: no class_weight
+                    source, order = X, self._sample_order(settings, X.shape[0], rng)
                 else:
-                    order, weights = self._sample_order(settings, signs, weights, rng)
+                    order, weights = self._sample_order(settings, X.shape[0], rng, signs,
+                                                        weights)
                     source = InMemoryRows(X, signs, weights)
-                return fit_adaptive(settings, CompiledSample(settings, kernel, source, order),
-                                    index, monitor)
+                sample = CompiledSample(settings, kernel, source, order,
+                                        self._shared_kernel_matrix(settings))
+                return fit_adaptive(settings, sample, index, monitor)
             return fit_every_iteration(settings, kernel, X, signs, weights, rng, index,
                                        monitor)
 
@@ -682,20 +699,39 @@ class SCSKernelSVC(BaseKernelClassifier):
         kernel = partial(self._kernel_values_in_namespace, namespace=namespace)
         kernel_on_the_fly = partial(self._kernel_values_in_namespace, namespace=namespace,
                                     dtype="float64")
-        order, weights = self._sample_order(settings, signs, weights, rng)
+        order, weights = self._sample_order(settings, X.shape[0], rng, signs, weights)
         return fit_adaptive(settings, NamespaceSample(
             settings, kernel, kernel_on_the_fly, X, signs, weights, order, namespace),
             index, monitor)
 
-    def _sample_order(self, settings, signs, weights, rng):
-        """The order in which :math:`S_k` and the :math:`T_k` take the samples of a binary
-        problem, and their weights: a random permutation; with ``class_weight``, each class
-        at the rate of its share of the weights, with the importance factors of
-        :func:`~stochsvm._core.sampling.class_weighted_order` on the weights."""
+    def _sample_order(self, settings, n, rng, signs=None, weights=None):
+        """The order in which :math:`S_k` and the :math:`T_k` take the ``n`` samples of a
+        binary problem (and, given ``signs`` and ``weights``, their weights): a random
+        permutation, the same for every one-vs-rest problem (drawn from
+        ``settings.order_seed``, the first problem's seed); with ``class_weight``, each
+        problem's own order of the classes at the rate of their share of the weights, with
+        the importance factors of :func:`~stochsvm._core.sampling.class_weighted_order` on
+        the weights."""
         if self.class_weight is None:
-            return rng.permutation(signs.shape[0]), weights
+            if settings.order_seed is not None:
+                rng = np.random.RandomState(settings.order_seed)
+            order = rng.permutation(n)
+            return order if signs is None else (order, weights)
         order, factors = class_weighted_order(signs, weights, settings.capacity, rng)
         return order, weights * factors
+
+    def _shared_kernel_matrix(self, settings):
+        """The cached matrix that the one-vs-rest problems of this fit, run in this process,
+        share (:class:`~stochsvm.kernel.scs_adaptive.SharedKernelMatrix`: they take their
+        samples in the same order), or ``None`` (one problem, or per-problem orders)."""
+        if settings.order_seed is None:
+            return None
+        key = (settings.order_seed, settings.cached, settings.kernel_storage)
+        shared = self.__dict__.get("_problems_kernel_matrix")
+        if shared is None or shared[0] != key:
+            shared = self._problems_kernel_matrix = (
+                key, SharedKernelMatrix(settings.cached, settings.kernel_storage))
+        return shared[1]
 
     def fit(self, X, y, sample_weight=None):
         """Fit by Alg. 1 (one binary problem, or one per class for more than two classes).
@@ -720,7 +756,10 @@ class SCSKernelSVC(BaseKernelClassifier):
         -------
         self
         """
-        super().fit(X, y, sample_weight)
+        try:
+            super().fit(X, y, sample_weight)
+        finally:  # the one-vs-rest problems' matrix lives for the fit only
+            self.__dict__.pop("_problems_kernel_matrix", None)
         if hasattr(X, "__dask_graph__"):
             # the in-memory fit calibrates at its end; the dask fit here, from T_k
             self._calibrate(None, None, None)

@@ -66,7 +66,7 @@ from .scs_iterations import (
 )
 
 __all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "CompiledSample", "COMPUTED_PRODUCT_FEATURES", "MINIMUM_HELD_OUT",
-           "SCSSettings",
+           "SCSSettings", "SharedKernelMatrix",
            "cache_end", "class_counts", "column_preparation", "fit_adaptive", "grow",
            "growth_bounds", "held_out_parts", "held_out_values",
            "problem_result", "rescale_hinge", "streamed_scores", "test_size",
@@ -141,6 +141,7 @@ class SCSSettings:
     threads: int = 1
     kernel_rows: tuple | None = None
     row_slots: int = 0
+    order_seed: int | None = None
 
 
 def fit_adaptive(settings, sample, index, monitor):
@@ -223,6 +224,22 @@ def fit_adaptive(settings, sample, index, monitor):
     return sample.result(), monitor.history, iteration, extras
 
 
+class SharedKernelMatrix:
+    r"""The cached matrix of :class:`CompiledSample`, shared by the binary problems of one
+    fit that take their samples in the same order (the one-vs-rest problems of a multiclass
+    fit): the kernel values do not depend on the labels, so a problem reads the block of the
+    leading samples that an earlier one computed, and computes only the rows past it.
+
+    ``gram``: the ``cached x cached`` buffer (:func:`kernel_matrix_buffer`, in ``storage``);
+    ``filled``: the leading samples of the order whose block, both triangles, holds their
+    kernel values. The values are the same bits whichever problem computed them, so a
+    problem's model does not depend on the others."""
+
+    def __init__(self, cached, storage):
+        self.gram = kernel_matrix_buffer(cached, storage_dtype(storage))
+        self.filled = 0
+
+
 class CompiledSample:
     r""":math:`S_k` in host memory for :func:`fit_adaptive`: :math:`Q^k` in the leading
     block of a ``cached x cached`` matrix (float, or 16-bit of unit ``settings.kernel_step``,
@@ -237,14 +254,17 @@ class CompiledSample:
     grows by rows already read. The labels and weights of a sample arrive with its rows.
     ``kernel(A, B, out=None)`` is the fitted kernel (values plus the intercept's offset)."""
 
-    def __init__(self, settings, kernel, source, order):
+    def __init__(self, settings, kernel, source, order, shared=None):
         self.settings, self.kernel, self.source, self.order = settings, kernel, source, order
         self.n = n = source.shape[0]
         capacity = settings.capacity
         self.size = size = settings.initial_samples
         self.cached = cached = settings.cached
         self.step = step = settings.kernel_step
-        self.gram = kernel_matrix_buffer(cached, storage_dtype(settings.kernel_storage))
+        if shared is None:
+            shared = SharedKernelMatrix(cached, settings.kernel_storage)
+        self.shared = shared
+        self.gram = shared.gram
         self.points = self.rows_record = None
         if cached < capacity:
             self.points = np.empty((source.shape[1], capacity), dtype=settings.kernel_dtype)
@@ -264,7 +284,10 @@ class CompiledSample:
             append_points(self.points, self.sample_rows, 0)
         # a copy as second operand: numpy computes A @ A.T of one array by a symmetric
         # rank-k update whose rounding differs from the product of two arrays
-        self._store(self.sample_rows, self.sample_rows.copy(), self.gram[:size, :size], 0, 0)
+        if size > shared.filled:
+            self._store(self.sample_rows, self.sample_rows.copy(), self.gram[:size, :size],
+                        0, 0)
+            shared.filled = size
         if self.points is not None:
             self.cached = cache_end(settings, size, capacity, cached)
             self.rows_record.parameters[CACHED] = self.cached
@@ -355,7 +378,7 @@ class CompiledSample:
                 self.order[size:size + count])
             if self.points is not None:  # T_k after S_k: the points of its rows
                 append_points(self.points, self.test_rows, size)
-            if not streamed:
+            if not streamed and size + count > self.shared.filled:
                 self._store(self.test_rows, self.sample_rows,
                             self.gram[size:size + count, :size], size, 0)
             self.tested = count
@@ -383,8 +406,12 @@ class CompiledSample:
             iterate.q_d[size:size + count] = self.step_scores
             iterate.q_hinge[size:size + count] = self.hinge_scores
         else:
+            # the kernel rows of S_{k+1} that a problem of the same order stored are kept
+            computed = size + count > self.shared.filled
             grow(self._store, self.test_rows, self.gram, size, count, iterate,
-                 settings.threads, self.step)
+                 settings.threads, self.step, store_block=computed)
+            if computed:
+                self.shared.filled = size + count
         self.sample_rows = stack_rows(self.sample_rows, self.test_rows)
         self.size = size = size + count
         self.tested = 0
@@ -695,7 +722,8 @@ def growth_bounds(counts, errors, errors_before=None, disagreements=None):
     return float(error_bound), float(gain)
 
 
-def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0):
+def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0,
+         store_block=True):
     """Steps 9-11: :math:`S_{k+1} = S_k \\cup T_k`. The rows of :math:`T_k` against
     :math:`S_k` are already in ``gram`` below :math:`Q^k`; only the block of :math:`T_k`
     (training rows ``test_rows``) against itself is computed (``store(A, B, out, first_row,
@@ -704,12 +732,14 @@ def grow(store, test_rows, gram, size, count, iterate, threads=1, step=1.0):
     mirrored on ``threads`` threads, and the products of the
     :class:`~stochsvm.kernel.scs_iterations.Iterate`'s vectors (zero on :math:`T_k`) are
     extended to :math:`T_k` (``step``: the unit of a 16-bit ``gram``,
-    :mod:`stochsvm.kernel.fixed_point`)."""
+    :mod:`stochsvm.kernel.fixed_point`). ``store_block=False``: the block and the mirrored
+    columns are in ``gram`` already (:class:`SharedKernelMatrix`)."""
     new_size = size + count
     rows = gram[size:new_size, :size]
-    store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
-          gram[size:new_size, size:new_size], size, size)
-    mirror_rows(gram, size, new_size, threads)
+    if store_block:
+        store(test_rows, test_rows.copy(),  # copy: see fit_adaptive
+              gram[size:new_size, size:new_size], size, size)
+        mirror_rows(gram, size, new_size, threads)
     for vector, product in ((iterate.a, iterate.q_a), (iterate.d, iterate.q_d),
                             (iterate.hinge, iterate.q_hinge)):
         product[size:new_size] = matvec(rows, vector[:size], step, threads)

@@ -163,7 +163,8 @@ class WolfeKernelSVC(BaseKernelClassifier):
         self.callback = callback
         self.probability = probability
 
-    def _resolve_parameters(self, n_samples, n_features=None, sparse=False):
+    def _resolve_parameters(self, n_samples, n_features=None, sparse=False,
+                            problem_seeds=(None,)):
         """The fit's :class:`WolfeSettings`, after the rule between the two line-search
         constants (each parameter alone is checked by ``_parameter_constraints``)."""
         if not self.curvature < self.sufficient_decrease < 1.0:
