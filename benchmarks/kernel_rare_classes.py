@@ -36,7 +36,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_threads import resident_mib, run_worker  # noqa: E402
+from kernel_threads import resident_mib, run_worker, warm_up_scs  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -96,12 +96,7 @@ def worker(arguments):
         if arguments.method.startswith("SCS"):
             from stochsvm.kernel import SCSKernelSVC
 
-            warm = np.random.RandomState(0)
-            for warm_extra in ({}, {"max_samples": 60, "kernel_dtype": "fixed16",
-                                    "max_memory_mb": 40 * 40 * 2 / 2**20}):
-                SCSKernelSVC(max_iter=60, initial_samples=20, samples_per_iter=10,
-                             random_state=0, class_weight=class_weight,
-                             **warm_extra).fit(warm.randn(60, 3), np.arange(60) % 2)
+            warm_up_scs(class_weight=class_weight)
             model = SCSKernelSVC(random_state=0, class_weight=class_weight)
             peer = "stochsvm"
         else:

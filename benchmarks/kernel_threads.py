@@ -88,6 +88,24 @@ def load(task, arguments):
     return load_task(task, arguments.data, None)
 
 
+def warm_up_scs(classes=2, **parameters):
+    """Compile SCS's loops outside the timed fit: a small fit on the cached path and one
+    past the budget (16-bit, the default above 23,170 samples), on ``classes`` classes, with
+    ``parameters`` (``class_weight``) added."""
+    import numpy as np
+
+    from stochsvm.kernel import SCSKernelSVC
+
+    warm = np.random.RandomState(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for warm_extra in ({}, {"max_samples": 60, "kernel_dtype": "fixed16",
+                                "max_memory_mb": 40 * 40 * 2 / 2**20}):
+            SCSKernelSVC(max_iter=60, initial_samples=20, samples_per_iter=10,
+                         random_state=0, **warm_extra, **parameters).fit(
+                warm.randn(60, 3), np.arange(60) % classes)
+
+
 def worker(arguments):
     """Child: one method on one task with the thread count of the environment."""
     import numpy as np
@@ -100,7 +118,6 @@ def worker(arguments):
     if arguments.method in ("scs", "scs_all"):
         from stochsvm.kernel import SCSKernelSVC
 
-        warm = np.random.RandomState(0)
         # "scs_all": every training sample may enter S_k (max_samples = n), past the
         # default budget: the rows past the cached matrix computed on the fly and kept in
         # the row cache; its compiled code warmed up too
@@ -109,14 +126,7 @@ def worker(arguments):
             extra["max_samples"] = min(len(y_train), arguments.scs_all_samples or len(y_train))
             if arguments.scs_all_memory:
                 extra["max_memory_mb"] = arguments.scs_all_memory
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # the cached path, and past the budget (the default above 23,170 samples)
-            for warm_extra in ({}, {"max_samples": 60, "kernel_dtype": "fixed16",
-                                    "max_memory_mb": 40 * 40 * 2 / 2**20}):
-                SCSKernelSVC(max_iter=60, initial_samples=20, samples_per_iter=10,
-                             random_state=0, **warm_extra).fit(warm.randn(60, 3),
-                                                               np.arange(60) % 2)
+        warm_up_scs()
         make = lambda: SCSKernelSVC(C=C, random_state=0, **extra)  # noqa: E731
     else:
         import daal4py
