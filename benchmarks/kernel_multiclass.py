@@ -36,7 +36,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_threads import resident_mib, run_worker, warm_up_scs  # noqa: E402
+from kernel_threads import peer_svc_class, resident_mib, run_worker, warm_up_scs  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -95,12 +95,7 @@ def worker(arguments):
             warm_up_scs(classes=3)
             model, implementation = SCSKernelSVC(random_state=0), "stochsvm"
         else:
-            try:
-                from sklearnex.svm import SVC
-                implementation = "scikit-learn-intelex"
-            except ImportError:
-                from sklearn.svm import SVC
-                implementation = "scikit-learn"
+            SVC, implementation = peer_svc_class()
             model = SVC()
         start = time.perf_counter()
         model.fit(X_train, y_train)

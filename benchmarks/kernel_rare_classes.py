@@ -36,7 +36,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from kernel_threads import resident_mib, run_worker, warm_up_scs  # noqa: E402
+from kernel_threads import peer_svc_class, resident_mib, run_worker, warm_up_scs  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -100,12 +100,7 @@ def worker(arguments):
             model = SCSKernelSVC(random_state=0, class_weight=class_weight)
             peer = "stochsvm"
         else:
-            try:
-                from sklearnex.svm import SVC
-                peer = "scikit-learn-intelex"
-            except ImportError:
-                from sklearn.svm import SVC
-                peer = "scikit-learn"
+            SVC, peer = peer_svc_class()
             model = SVC(class_weight=class_weight)
         start = time.perf_counter()
         model.fit(X_train, y_train)

@@ -88,6 +88,19 @@ def load(task, arguments):
     return load_task(task, arguments.data, None)
 
 
+def peer_svc_class():
+    """``(SVC, implementation)``: scikit-learn-intelex's ``SVC``, or scikit-learn's where it
+    is missing."""
+    try:
+        from sklearnex.svm import SVC
+
+        return SVC, "scikit-learn-intelex"
+    except ImportError:
+        from sklearn.svm import SVC
+
+        return SVC, "scikit-learn"
+
+
 def warm_up_scs(classes=2, **parameters):
     """Compile SCS's loops outside the timed fit: a small fit on the cached path and one
     past the budget (16-bit, the default above 23,170 samples), on ``classes`` classes, with
