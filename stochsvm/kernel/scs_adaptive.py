@@ -691,11 +691,11 @@ def growth_bounds(counts, errors, errors_before=None, disagreements=None):
 
     .. math::
 
-        	ext{error bound} = rac1K\sum_crac{e_c}{n_c}
-            + rac1K\Big(\sum_c rac{9}{n_c m}\Big)^{1/2},
+        \text{error bound} = \frac1K\sum_c\frac{e_c}{n_c}
+            + \frac1K\Big(\sum_c \frac{9}{n_c m}\Big)^{1/2},
         \qquad
-        	ext{gain} = rac1K\sum_crac{e'_c - e_c}{n_c}
-            + rac1K\Big(\sum_c \Big(rac{2\sqrt{D_c} + 3\sqrt{n_c/m}}{n_c}\Big)^2
+        \text{gain} = \frac1K\sum_c\frac{e'_c - e_c}{n_c}
+            + \frac1K\Big(\sum_c \Big(\frac{2\sqrt{D_c} + 3\sqrt{n_c/m}}{n_c}\Big)^2
             \Big)^{1/2}.
 
     The first terms are the balanced error rate and the balanced accuracy gained; the
