@@ -188,9 +188,10 @@ Implementation choices (each one stated where the paper leaves room)
   has its own order of its classes): the kernel values do not depend on the labels, so a
   problem reads the rows of the cached matrix that an earlier one computed
   (:class:`~stochsvm.kernel.scs_adaptive.SharedKernelMatrix`), the same bits it would
-  compute, and its model is the binary fit of its class against the rest. Once :math:`|S_k|` = ``max_samples`` the
-  sample stops growing and the method continues on that sample (the history records
-  ``samples``; the ``ConvergenceWarning`` at ``max_iter`` says when the bound was hit).
+  compute, and its model is the binary fit of its class against the rest. Once
+  :math:`|S_k|` = ``max_samples`` the sample stops growing and the method continues on
+  that sample (the history records ``samples``; the ``ConvergenceWarning`` at ``max_iter``
+  says when the bound was hit).
   From then on the kernel rows against :math:`S_k` of the validation points outside it are
   kept as they are drawn (:class:`~stochsvm.kernel.row_sources.ValidationRows`), in what
   ``max_memory_mb`` leaves after :math:`Q^k`: the budget bounds :math:`Q^k` and these rows
@@ -407,7 +408,8 @@ class SCSKernelSVC(BaseKernelClassifier):
         ``"balanced"`` a rare class fills up to half of :math:`S_k`.
     n_jobs : int or None, default=None
         Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
-        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
+        core). The problems' seeds (and their shared order) are drawn before they run, so
+        the model does not depend on ``n_jobs``.
     random_state : int, RandomState or None, default=None
     verbose : int, default=0
         ``> 0`` prints one line per iteration.
@@ -666,7 +668,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         with using_threads(settings.threads):
             if settings.sampling == "adaptive":
                 if is_row_source(X):  # dask input: no class_weight
-                    source, order = X, self._sample_order(settings, X.shape[0], rng)
+                    source, (order, _) = X, self._sample_order(settings, X.shape[0], rng)
                 else:
                     order, weights = self._sample_order(settings, X.shape[0], rng, signs,
                                                         weights)
@@ -706,7 +708,8 @@ class SCSKernelSVC(BaseKernelClassifier):
 
     def _sample_order(self, settings, n, rng, signs=None, weights=None):
         """The order in which :math:`S_k` and the :math:`T_k` take the ``n`` samples of a
-        binary problem (and, given ``signs`` and ``weights``, their weights): a random
+        binary problem, and the problem's weights (``signs`` and ``weights``, ``None`` for
+        dask input, which takes no ``class_weight``): a random
         permutation, the same for every one-vs-rest problem (drawn from
         ``settings.order_seed``, the first problem's seed); with ``class_weight``, each
         problem's own order of the classes at the rate of their share of the weights, with
@@ -715,8 +718,7 @@ class SCSKernelSVC(BaseKernelClassifier):
         if self.class_weight is None:
             if settings.order_seed is not None:
                 rng = np.random.RandomState(settings.order_seed)
-            order = rng.permutation(n)
-            return order if signs is None else (order, weights)
+            return rng.permutation(n), weights
         order, factors = class_weighted_order(signs, weights, settings.capacity, rng)
         return order, weights * factors
 

@@ -65,8 +65,8 @@ from .scs_iterations import (
     sample_iterations,
 )
 
-__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "CompiledSample", "COMPUTED_PRODUCT_FEATURES", "MINIMUM_HELD_OUT",
-           "SCSSettings", "SharedKernelMatrix",
+__all__ = ["CALIBRATION_POINTS", "CHUNK_WORK", "CompiledSample", "COMPUTED_PRODUCT_FEATURES",
+           "MINIMUM_HELD_OUT", "SCSSettings", "SharedKernelMatrix",
            "cache_end", "class_counts", "column_preparation", "fit_adaptive", "grow",
            "growth_bounds", "held_out_parts", "held_out_values",
            "problem_result", "rescale_hinge", "streamed_scores", "test_size",
@@ -103,7 +103,9 @@ class SCSSettings:
     the model does not depend on it); ``kernel_rows`` is ``(kernel, gamma, degree, coef0,
     intercept offset)`` of the values computed on the fly past ``cached``
     (:mod:`stochsvm.kernel.kernel_rows`), ``None`` when every sample is cached, and
-    ``row_slots`` the rows of :math:`Q^k` its row cache holds. The other
+    ``row_slots`` the rows of :math:`Q^k` its row cache holds; ``order_seed`` the seed
+    of the one order of the samples that the one-vs-rest problems share (``None``: each
+    problem's own generator). The other
     fields are the estimator's parameters of the same names (``C`` as a float).
     """
 
