@@ -165,6 +165,7 @@ _LEGITIMATE = {
     ("coef0", -1), ("ramp_s", -1),
     ("gamma", 3.5), ("t0", 3.5),  # a number where the default is "scale" / "auto"
     ("alpha", 3.5), ("rho", 3.5),  # the same, the linear defaults alpha="auto", rho="auto"
+    ("intercept_scaling", 3.5),  # the same, SADMM's intercept_scaling="auto"
     ("average", 2),  # start averaging after 2 samples
     ("expansion_margin", -1),  # any finite expansion point
 }

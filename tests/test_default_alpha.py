@@ -98,12 +98,14 @@ def test_auto_is_resolved_into_alpha_and_kept_verbatim(make):
 
 @pytest.mark.parametrize("make", AUTO, ids=IDS)
 def test_standardized_features_keep_the_former_defaults(make):
-    """On standardized features (mean squared norm d = 30 here) "auto" is the former constant
-    (SADMM alpha=1e-4, rho=10; S3GD alpha=1e-3): the same model bit for bit."""
+    """On standardized features (mean squared norm d = 30 here) "auto" is a constant (SADMM
+    alpha=1e-4 and rho = d / 2; S3GD alpha=1e-3): the same model bit for bit."""
     X, y = binary_breast_cancer()
     auto = _fit(make(max_iter=5, random_state=0), X, y)
-    former = {"alpha": 1e-4, "rho": 10.0} if isinstance(auto, SADMMClassifier) else {
-        "alpha": 1e-3}
+    former = {"alpha": 1e-3}
+    if isinstance(auto, SADMMClassifier):  # d / 2 up to the rounding of the mean norm
+        assert auto._states[0]["rho_base"] == pytest.approx(15.0, rel=1e-12)
+        former = {"alpha": 1e-4, "rho": auto._states[0]["rho_base"]}
     fixed = _fit(make(max_iter=5, random_state=0, **former), X, y)
     assert auto.alpha_ == former["alpha"]
     np.testing.assert_array_equal(auto.coef_, fixed.coef_)
@@ -162,26 +164,32 @@ def test_partial_fit_uses_the_stream_alpha_or_keeps_the_fits():
 
 
 @pytest.mark.parametrize("penalty", ["l1", "l2"])
-def test_the_automatic_rho_rule(penalty):
-    """rho="auto" is min(10, mean squared row norm) of the first pass: 10 on standardized
-    features (the fit equals rho=10 bit for bit), 1 on unit-norm rows (equals rho=1)."""
+@pytest.mark.parametrize("solver", ["memory", "stochastic"])
+def test_the_automatic_rho_rule(penalty, solver):
+    """rho="auto" from the mean squared row norm r^2 of the first pass: r^2 / 2 with the
+    memory solver, min(10, r^2) with eq. (12) (on standardized features 15 and 10; on
+    unit-norm rows 1/2 and 1); the fit equals the one of that rho bit for bit."""
     X, y = binary_breast_cancer()  # standardized: mean squared norm 30
-    for rows, rho in ((X, 10.0), (X / np.sqrt(30.0 / 4.0), 4.0)):
-        auto = _fit(SADMMClassifier(penalty=penalty, max_iter=4, random_state=0), rows, y)
-        fixed = _fit(SADMMClassifier(penalty=penalty, rho=rho, max_iter=4, random_state=0),
-                     rows, y)
+    rule = (lambda norm: norm / 2) if solver == "memory" else (lambda norm: min(10.0, norm))
+    for rows, rho in ((X, rule(30.0)), (X / np.sqrt(30.0 / 4.0), rule(4.0))):
+        auto = _fit(SADMMClassifier(penalty=penalty, solver=solver, max_iter=4,
+                                    random_state=0), rows, y)
+        fixed = _fit(SADMMClassifier(penalty=penalty, solver=solver, rho=rho, max_iter=4,
+                                     random_state=0), rows, y)
         assert auto.get_params()["rho"] == "auto"
         assert auto._states[0]["rho_base"] == pytest.approx(rho, rel=1e-12)
         np.testing.assert_allclose(auto.coef_, fixed.coef_, rtol=1e-9, atol=1e-12)
     X, y = _unit_rows()
-    auto = _fit(SADMMClassifier(penalty=penalty, max_iter=4, random_state=0), X, y)
-    fixed = _fit(SADMMClassifier(penalty=penalty, rho=1.0, max_iter=4, random_state=0), X, y)
-    assert auto._states[0]["rho_base"] == pytest.approx(1.0, rel=1e-12)
+    auto = _fit(SADMMClassifier(penalty=penalty, solver=solver, max_iter=4, random_state=0),
+                X, y)
+    fixed = _fit(SADMMClassifier(penalty=penalty, solver=solver, rho=rule(1.0), max_iter=4,
+                                 random_state=0), X, y)
+    assert auto._states[0]["rho_base"] == pytest.approx(rule(1.0), rel=1e-12)
     np.testing.assert_allclose(auto.coef_, fixed.coef_, rtol=1e-9, atol=1e-12)
     # a warm start and a later partial_fit go on with the rho of the first pass
     _fit(auto.set_params(warm_start=True), X[:100] * 3.0, y[:100])
     auto.partial_fit(X[:100] * 3.0, y[:100])
-    assert auto._states[0]["rho_base"] == pytest.approx(1.0, rel=1e-12)
+    assert auto._states[0]["rho_base"] == pytest.approx(rule(1.0), rel=1e-12)
 
 
 def test_model_files_keep_the_resolved_alpha(tmp_path):

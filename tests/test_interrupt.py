@@ -30,6 +30,7 @@ from stochsvm.linear import (
     rda,
     s3gd,
     sadmm,
+    sadmm_memory,
 )
 from stochsvm.semi import BGS3VM, CCCPTSVM, LapSVM, bgs3vm, box_qp, lapsvm
 from stochsvm.semi.box_qp import solve_box_qp
@@ -57,12 +58,16 @@ CASES = [
      "_rda_epoch_sparse", 5, 1),
     (PegasosClassifier(max_iter=3, tol=None, random_state=0, batch_size=4), False, pegasos,
      "_pegasos_epoch_dense", 4, 4),
-    (SADMMClassifier(max_iter=3, tol=None, random_state=0), False, sadmm,
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0), False, sadmm_memory,
+     "_memory_pass_dense", 3, 1),
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0), True, sadmm_memory,
+     "_memory_pass_sparse", 5, 1),
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0, solver="stochastic"), False, sadmm,
      "_sadmm_epoch_dense", 3, 1),
-    (SADMMClassifier(max_iter=3, tol=None, random_state=0), True, sadmm,
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0, solver="stochastic"), True, sadmm,
      "_sadmm_epoch_sparse", 5, 1),
-    (SADMMClassifier(max_iter=3, tol=None, random_state=0, penalty="l2", average=False), True,
-     sadmm, "_sadmm_epoch_sparse_l2", 5, 1),
+    (SADMMClassifier(max_iter=3, tol=None, random_state=0, penalty="l2", average=False,
+                     solver="stochastic"), True, sadmm, "_sadmm_epoch_sparse_l2", 5, 1),
     (MiniBatchSGDClassifier(max_iter=3, tol=None, random_state=0), False, proximal_steps,
      "eager_prox_steps_dense", 2, 1),
     (MiniBatchSGDClassifier(max_iter=3, tol=None, random_state=0, average=True), True,

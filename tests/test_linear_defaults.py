@@ -76,23 +76,25 @@ def test_defaults_stop_by_tol_near_the_certified_optimum(make, penalty):
 
 def test_the_output_is_the_best_scored_model():
     X, y = binary_breast_cancer()
-    model = _fit_quietly(SADMMClassifier(penalty="l2", alpha=1e-3, random_state=0), X, y)
+    model = _fit_quietly(SADMMClassifier(penalty="l2", alpha=1e-3, solver="stochastic",
+                                         random_state=0), X, y)
     scored = [record["objective"] for record in model.history_]
     assert model.objective(X, y) == pytest.approx(min(scored), rel=1e-12)
-    # both candidate outputs of SADMM take part
+    # both candidate outputs of eq. (12) take part
     assert {record["output"] for record in model.history_} <= {"average", "last"}
     # tol=None runs the bare algorithm: the averaged iterate after max_iter epochs
-    bare = SADMMClassifier(penalty="l2", alpha=1e-3, max_iter=7, tol=None,
+    bare = SADMMClassifier(penalty="l2", alpha=1e-3, max_iter=7, tol=None, solver="stochastic",
                            random_state=0).fit(X, y)
     state = bare._states[0]
     np.testing.assert_allclose(bare.coef_[0], state["z_sum"] / state["samples_seen"])
     assert "objective" not in bare.history_[-1]
 
 
-@pytest.mark.parametrize("estimator", [SADMMClassifier, RDAClassifier])
-def test_l1_output_is_sparsest_within_the_solver_resolution(estimator, monkeypatch):
+@pytest.mark.parametrize("estimator,extra", [(SADMMClassifier, {"solver": "stochastic"}),
+                                             (RDAClassifier, {})])
+def test_l1_output_is_sparsest_within_the_solver_resolution(estimator, extra, monkeypatch):
     X, y = binary_breast_cancer()
-    make = lambda: estimator(penalty="l1", alpha=1e-2, random_state=0)  # noqa: E731
+    make = lambda: estimator(penalty="l1", alpha=1e-2, random_state=0, **extra)  # noqa: E731
     sparse = _fit_quietly(make(), X, y)
     csr = _fit_quietly(make(), sp.csr_matrix(X), y)
     np.testing.assert_array_equal(sparse.coef_ != 0, csr.coef_ != 0)
@@ -195,7 +197,8 @@ def test_sadmm_stops_once_neither_of_its_outputs_improves(monkeypatch):
 
     X, y = binary_digits()
     X = StandardScaler().fit_transform(X)
-    settings = dict(penalty="l1", alpha=1.0 / (0.01 * len(y)), random_state=0)
+    settings = dict(penalty="l1", alpha=1.0 / (0.01 * len(y)), solver="stochastic",
+                    random_state=0)
     model = SADMMClassifier(**settings).fit(X, y)
     assert_each_sequence_plateaued(model)
 

@@ -14,7 +14,7 @@ from stochsvm.bench.data import make_sparse_text
 from stochsvm.linear.sadmm import largest_column_mean_square
 
 from .reference import binary_breast_cancer, binary_digits, exact_l1_hinge, exact_l2_hinge
-from .twins import sadmm_twin
+from .twins import paper_sadmm, sadmm_twin
 
 
 def _text(n_samples=600, n_features=800, seed=3):
@@ -31,7 +31,7 @@ def test_compiled_loops_match_twin(penalty, l1_ratio, sparse, average):
     weights = np.random.default_rng(1).uniform(0.2, 2.0, size=X.shape[0])
     data = X if sparse else X.toarray()
     alpha, rho, epochs, scaling = 0.05, 0.7, 3, 0.3
-    clf = SADMMClassifier(penalty=penalty, l1_ratio=0.4, alpha=alpha, rho=rho,
+    clf = paper_sadmm(penalty=penalty, l1_ratio=0.4, alpha=alpha, rho=rho,
                           intercept_scaling=scaling, average=average, shuffle=False,
                           max_iter=epochs, tol=None).fit(data, y, sample_weight=weights)
     orders = [np.arange(X.shape[0])] * epochs
@@ -55,7 +55,7 @@ def test_the_intercept_moves_by_c_squared_times_the_unit_step():
     y = np.array([1.0, -1.0])
     X = np.vstack([X, -X])
     for scaling in (1.0, 0.1):
-        clf = SADMMClassifier(penalty="l2", alpha=1e-3, rho=0.5, intercept_scaling=scaling,
+        clf = paper_sadmm(penalty="l2", alpha=1e-3, rho=0.5, intercept_scaling=scaling,
                               shuffle=False, max_iter=1, tol=None, average=False)
         clf.partial_fit(X[:1], y[:1], classes=[-1.0, 1.0])
         beta = min(0.5 / (1.0 + scaling ** 2), 1.0)
@@ -66,8 +66,8 @@ def test_the_intercept_moves_by_c_squared_times_the_unit_step():
 def test_one_is_the_former_default_bit_for_bit():
     X, y = _text()
     for penalty in ("l1", "l2"):
-        default = SADMMClassifier(penalty=penalty, max_iter=5, random_state=0).fit(X, y)
-        explicit = SADMMClassifier(penalty=penalty, intercept_scaling=1.0, max_iter=5,
+        default = paper_sadmm(penalty=penalty, max_iter=5, random_state=0).fit(X, y)
+        explicit = paper_sadmm(penalty=penalty, intercept_scaling=1.0, max_iter=5,
                                    random_state=0).fit(X, y)
         np.testing.assert_array_equal(default.coef_, explicit.coef_)
         np.testing.assert_array_equal(default.intercept_, explicit.intercept_)
@@ -92,7 +92,7 @@ def test_reaches_the_exact_optimum_within_one_percent(data, penalty, alpha, rho,
     exact = exact_l1_hinge if penalty == "l1" else exact_l2_hinge
     _, _, optimum = exact(X, y, alpha)
     epochs = 200
-    clf = SADMMClassifier(penalty=penalty, alpha=alpha, rho=rho, intercept_scaling=scaling,
+    clf = paper_sadmm(penalty=penalty, alpha=alpha, rho=rho, intercept_scaling=scaling,
                           max_iter=epochs, tol=None, average=X.shape[0] * epochs // 2,
                           random_state=0).fit(X, y)
     reached = clf.objective(X, y)
@@ -108,7 +108,7 @@ def test_auto_rule_and_its_persistence():
     assert largest_column_mean_square(X) == pytest.approx(expected, rel=1e-12)
     assert largest_column_mean_square(X.toarray()) == pytest.approx(expected, rel=1e-12)
     assert 0.0 < expected < 0.1  # unit-norm rows: every column is light
-    clf = SADMMClassifier(intercept_scaling="auto", max_iter=2, tol=None, random_state=0,
+    clf = paper_sadmm(intercept_scaling="auto", max_iter=2, tol=None, random_state=0,
                           warm_start=True).fit(X, y)
     assert clf.get_params()["intercept_scaling"] == "auto"
     assert clf._states[0]["intercept_weight"] == pytest.approx(expected, rel=1e-12)
@@ -117,20 +117,20 @@ def test_auto_rule_and_its_persistence():
     assert clf._states[0]["intercept_weight"] == pytest.approx(expected, rel=1e-12)
     # standardized columns have mean square 1: "auto" is the ceiling 1, the default's value
     X, y = binary_breast_cancer()
-    auto = SADMMClassifier(intercept_scaling="auto", max_iter=3, tol=None,
+    auto = paper_sadmm(intercept_scaling="auto", max_iter=3, tol=None,
                            random_state=0).fit(X, y)
     assert auto._states[0]["intercept_weight"] == pytest.approx(1.0, rel=1e-9)
-    default = SADMMClassifier(max_iter=3, tol=None, random_state=0).fit(X, y)
+    default = paper_sadmm(max_iter=3, tol=None, random_state=0).fit(X, y)
     np.testing.assert_allclose(auto.coef_, default.coef_, rtol=1e-6, atol=1e-9)
 
 
 def test_same_seed_same_model_and_seeds_matter():
     X, y = _text()
-    first = SADMMClassifier(intercept_scaling="auto", max_iter=3, tol=None,
+    first = paper_sadmm(intercept_scaling="auto", max_iter=3, tol=None,
                             random_state=7).fit(X, y)
-    second = SADMMClassifier(intercept_scaling="auto", max_iter=3, tol=None,
+    second = paper_sadmm(intercept_scaling="auto", max_iter=3, tol=None,
                              random_state=7).fit(X, y)
-    other = SADMMClassifier(intercept_scaling="auto", max_iter=3, tol=None,
+    other = paper_sadmm(intercept_scaling="auto", max_iter=3, tol=None,
                             random_state=8).fit(X, y)
     np.testing.assert_array_equal(first.coef_, second.coef_)
     np.testing.assert_array_equal(first.intercept_, second.intercept_)
@@ -141,9 +141,9 @@ def test_same_seed_same_model_and_seeds_matter():
 @pytest.mark.parametrize("scaling", ["auto", 0.2])
 def test_dense_and_sparse_give_the_same_model(penalty, scaling):
     X, y = _text(n_samples=300, n_features=200)
-    sparse = SADMMClassifier(penalty=penalty, alpha=1e-3, intercept_scaling=scaling,
+    sparse = paper_sadmm(penalty=penalty, alpha=1e-3, intercept_scaling=scaling,
                              max_iter=4, tol=None, random_state=4).fit(X, y)
-    dense = SADMMClassifier(penalty=penalty, alpha=1e-3, intercept_scaling=scaling,
+    dense = paper_sadmm(penalty=penalty, alpha=1e-3, intercept_scaling=scaling,
                             max_iter=4, tol=None, random_state=4).fit(X.toarray(), y)
     np.testing.assert_allclose(dense.coef_, sparse.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(dense.intercept_, sparse.intercept_, rtol=1e-9, atol=1e-12)
@@ -151,9 +151,9 @@ def test_dense_and_sparse_give_the_same_model(penalty, scaling):
 
 def test_no_intercept_ignores_the_scaling():
     X, y = _text()
-    small = SADMMClassifier(fit_intercept=False, intercept_scaling=0.1, max_iter=3, tol=None,
+    small = paper_sadmm(fit_intercept=False, intercept_scaling=0.1, max_iter=3, tol=None,
                             random_state=0).fit(X, y)
-    one = SADMMClassifier(fit_intercept=False, max_iter=3, tol=None,
+    one = paper_sadmm(fit_intercept=False, max_iter=3, tol=None,
                           random_state=0).fit(X, y)
     np.testing.assert_array_equal(small.coef_, one.coef_)
     assert small.intercept_[0] == 0.0
@@ -161,7 +161,7 @@ def test_no_intercept_ignores_the_scaling():
 
 def test_model_file_continues_with_the_resolved_scaling(tmp_path):
     X, y = _text()
-    model = SADMMClassifier(intercept_scaling="auto", max_iter=2, tol=None,
+    model = paper_sadmm(intercept_scaling="auto", max_iter=2, tol=None,
                             random_state=0).fit(X, y)
     io.save(model, tmp_path / "model.stochsvm")
     loaded = io.load(tmp_path / "model.stochsvm")
@@ -176,9 +176,9 @@ def test_model_file_continues_with_the_resolved_scaling(tmp_path):
 def test_bad_values_are_refused(value):
     X, y = binary_breast_cancer()
     with pytest.raises(ValueError, match="intercept_scaling"):
-        SADMMClassifier(intercept_scaling=value).fit(X, y)
+        paper_sadmm(intercept_scaling=value).fit(X, y)
     with pytest.raises(ValueError, match="intercept_scaling"):
-        SADMMClassifier(intercept_scaling=value).partial_fit(X, y, classes=[-1.0, 1.0])
+        paper_sadmm(intercept_scaling=value).partial_fit(X, y, classes=[-1.0, 1.0])
 
 
 def test_sparse_input_in_other_formats():
@@ -199,7 +199,7 @@ def test_dask_fit_resolves_auto_from_the_blocks():
     X, y = _text(n_samples=1200, n_features=300)
     dense = X.toarray()
     with local_client() as _:
-        model = SADMMClassifier(intercept_scaling="auto", max_iter=2, tol=None,
+        model = paper_sadmm(intercept_scaling="auto", max_iter=2, tol=None,
                                 random_state=0).fit(da.from_array(dense, chunks=(300, 300)),
                                                     da.from_array(y, chunks=300))
     blocks = [largest_column_mean_square(dense[start:start + 300])

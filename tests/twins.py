@@ -17,6 +17,14 @@ def _rows(X):
 # ======================================================================================
 # SADMM (stochsvm/linear/sadmm.py), eq. (12) of the SADMM paper
 # ======================================================================================
+def paper_sadmm(**parameters):
+    """``SADMMClassifier`` running eq. (12) itself (``solver="stochastic"``), with the
+    intercept's constant feature :math:`c = 1` of :func:`sadmm_twin` unless given."""
+    from stochsvm import SADMMClassifier
+
+    return SADMMClassifier(**{"solver": "stochastic", "intercept_scaling": 1.0, **parameters})
+
+
 def sadmm_twin(X, y, weights, orders, rhos, alpha, l1_ratio, fit_intercept=True,
                average_start=0, intercept_scaling=1.0):
     """SADMM passes ``orders[k]`` with penalty parameter ``rhos[k]``; the intercept is the
@@ -398,3 +406,49 @@ def scs_sample_iterations_twin(Q, labels, costs, a, d, settings, state, iteratio
         if (norm < settings["epsilon"] and delta <= settings["delta_min"]) or stalled:
             break
     return a, d, records
+
+
+def sadmm_memory_twin(X, y, weights, orders, rho, alpha, l1_ratio, intercept_value):
+    """Plain-NumPy twin of :mod:`stochsvm.linear.sadmm_memory`: the passes ``orders`` of
+    dual coordinate steps on the proximal subproblem, recentred before every pass after the
+    first. Returns ``(w, intercept)``."""
+    X = sp.csr_matrix(X)
+    n, d = X.shape
+    proximal = rho / n
+    sigma = max(proximal - alpha * (1.0 - l1_ratio), 0.0)
+    threshold, curvature = alpha * l1_ratio, sigma + alpha * (1.0 - l1_ratio)
+
+    def primal(u):
+        return np.sign(u) * max(abs(u) - threshold, 0.0) / curvature
+
+    duals, v, w, centre = np.zeros(n), np.zeros(d), np.zeros(d), np.zeros(d)
+    v_b = centre_b = w_b = 0.0
+    for number, order in enumerate(orders):
+        if number > 0:
+            centre, centre_b = w.copy(), w_b
+            w = np.array([primal(sigma * centre[j] + v[j]) for j in range(d)])
+            if intercept_value:
+                w_b = centre_b + v_b / proximal
+        for i in order:
+            row = X.getrow(i)
+            columns, values = row.indices, row.data
+            dot = w_b * intercept_value + float(np.dot(w[columns], values))
+            moving = [value * value for j, value in zip(columns, values)
+                      if threshold == 0.0 or w[j] != 0.0]
+            slope = intercept_value ** 2 / proximal + sum(moving) / curvature
+            residual = 1.0 - y[i] * dot
+            if slope > 0:
+                target = duals[i] + n * residual / slope
+            else:
+                target = weights[i] if residual > 0 else 0.0
+            change = min(max(target, 0.0), weights[i]) - duals[i]
+            if change == 0.0:
+                continue
+            duals[i] += change
+            for j, value in zip(columns, values):
+                v[j] += change * y[i] / n * value
+                w[j] = primal(sigma * centre[j] + v[j])
+            if intercept_value:
+                v_b += change * y[i] / n * intercept_value
+                w_b = centre_b + v_b / proximal
+    return w, intercept_value * w_b

@@ -206,7 +206,9 @@ def make_estimator(key, penalty, alpha, n_train, seed):
     if key == "sgd":
         return SGDClassifier(loss="hinge", penalty=penalty, alpha=alpha, shuffle=False,
                              random_state=seed)
-    return OURS[key](penalty=penalty, alpha=alpha, shuffle=False, random_state=seed)
+    # the paper's method is eq. (12) itself (``solver="stochastic"``)
+    paper = {"solver": "stochastic"} if key == "sadmm" else {}
+    return OURS[key](penalty=penalty, alpha=alpha, shuffle=False, random_state=seed, **paper)
 
 
 def available_methods(penalty):

@@ -115,6 +115,30 @@ def mean_squared_row_norm(X):
     return squared_total(X) / max(X.shape[0], 1)
 
 
+def largest_column_mean_square(X, block_bytes=1 << 20):
+    r""":math:`\max_j \frac1n\sum_i x_{ij}^2` of a dense or sparse ``X``, in float64 (one
+    pass over the stored values; a dense array is read about ``block_bytes`` at a time).
+
+    The mean square of the intercept's constant feature :math:`c` is :math:`c^2`; this is the
+    ceiling of ``intercept_scaling="auto"`` (:class:`SADMMClassifier`).
+    """
+    n_samples, n_features = X.shape
+    if n_samples == 0 or n_features == 0:
+        return 0.0
+    if sp.issparse(X):
+        rows = X.tocsr()
+        data = rows.data.astype(np.float64, copy=False)
+        column_totals = np.bincount(rows.indices, weights=data * data, minlength=n_features)
+    else:
+        values = np.asarray(X)
+        column_totals = np.zeros(n_features)
+        step = max(1, block_bytes // (8 * max(n_features, 1)))
+        for start in range(0, n_samples, step):
+            block = values[start:start + step].astype(np.float64, copy=False)
+            column_totals += np.einsum("ij,ij->j", block, block)
+    return float(column_totals.max() / n_samples)
+
+
 def squared_total(X, block_bytes=1 << 20):
     r""":math:`\sum_{ij} x_{ij}^2` of a dense or sparse block (or a DataFrame's values), in
     float64; a dense array of another precision is cast about ``block_bytes`` at a time,

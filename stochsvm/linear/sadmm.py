@@ -52,7 +52,6 @@ from numbers import Integral, Real
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.monitor import chunk_stops, row_work
@@ -60,14 +59,18 @@ from ._base import (
     BaseStochasticLinearClassifier,
     as_csr_arrays,
     is_sparse,
+    largest_column_mean_square,
     linear_objective,
     mean_squared_row_norm,
 )
 from .sadmm_closed_forms import factor_powers, prox_step, skipped_steps
+from .sadmm_memory import MemoryArrays, memory_pass, memory_settings, recentre
 
 __all__ = ["SADMMClassifier", "largest_column_mean_square"]
 
 _NO_AVERAGE = np.iinfo(np.int64).max
+# the state of solver="memory" within a fit (sadmm_memory.MemoryArrays without the output z)
+_MEMORY_KEYS = ("duals", "dual_sum", "centre", "dual_scalars")
 #: the largest ``rho="auto"`` (a constant chosen on standardized features)
 AUTOMATIC_RHO_CEILING = 10.0
 # positions in the ``progress`` array of a pass, carried from one call of a compiled loop to
@@ -93,30 +96,6 @@ SADMMSettings = namedtuple("SADMMSettings", [
 #: the step ``last[j]`` up to which coordinate ``j`` is current (sparse passes), the sums of
 #: the averaged iterates ``z_sum`` and ``w_sum``, and ``scalars`` (intercept, intercept sum).
 SADMMArrays = namedtuple("SADMMArrays", ["z", "nu", "last", "z_sum", "w_sum", "scalars"])
-
-
-def largest_column_mean_square(X, block_bytes=1 << 20):
-    r""":math:`\max_j \frac1n\sum_i x_{ij}^2` of a dense or sparse ``X``, in float64 (one
-    pass over the stored values; a dense array is read about ``block_bytes`` at a time).
-
-    The mean square of the intercept's constant feature :math:`c` is :math:`c^2`; this is the
-    ceiling of ``intercept_scaling="auto"`` (:class:`SADMMClassifier`).
-    """
-    n_samples, n_features = X.shape
-    if n_samples == 0 or n_features == 0:
-        return 0.0
-    if sp.issparse(X):
-        rows = X.tocsr()
-        data = rows.data.astype(np.float64, copy=False)
-        column_totals = np.bincount(rows.indices, weights=data * data, minlength=n_features)
-    else:
-        values = np.asarray(X)
-        column_totals = np.zeros(n_features)
-        step = max(1, block_bytes // (8 * max(n_features, 1)))
-        for start in range(0, n_samples, step):
-            block = values[start:start + step].astype(np.float64, copy=False)
-            column_totals += np.einsum("ij,ij->j", block, block)
-    return float(column_totals.max() / n_samples)
 
 
 # --------------------------------------------------------------------------------------
@@ -402,38 +381,41 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         Regularization strength (the paper's :math:`\lambda`), as in ``SGDClassifier``.
         ``"auto"``: :math:`\min(10^{-4}, \overline{\|x\|^2}/n)` for :math:`n` training
         rows of mean squared norm :math:`\overline{\|x\|^2}`
-        (:func:`stochsvm.linear.automatic_alpha`): on unit-norm rows (TF-IDF text) past
-        :math:`10^4` samples, ``LinearSVC``'s default ``C = 1``; on standardized features
-        (:math:`\overline{\|x\|^2} = d`) in practice ``1e-4`` (``SGDClassifier``'s). Each ``fit`` resolves it into ``alpha_``; ``partial_fit`` on a
-        stream of unknown length uses ``1e-4``. Measured in ``benchmarks/BENCHMARKS.md``
-        (linear family, the default alpha and rho).
+        (:func:`stochsvm.linear.automatic_alpha`): ``LinearSVC``'s default ``C = 1`` on
+        unit-norm rows past :math:`10^4` of them, ``1e-4`` on standardized features. Each
+        ``fit`` resolves it into ``alpha_``; ``partial_fit`` uses ``1e-4``.
+    solver : {"memory", "stochastic"}, default="memory"
+        ``"stochastic"`` is eq. (12) of the paper: one sample's w-step, whose dual
+        :math:`\beta_t` is forgotten after the step, and a :math:`\rho` that grows between
+        passes (``rho_schedule``). ``"memory"`` keeps each sample's :math:`\beta` from one
+        pass to the next and solves the proximal subproblem of eq. (11) around the previous
+        pass's output by coordinate steps on those duals, at a constant :math:`\rho`
+        (:mod:`stochsvm.linear.sadmm_memory`): the same cost per sample, a converging method
+        without a step schedule, and one dual (8 bytes) per training row. ``partial_fit``
+        and Dask input always train with ``"stochastic"`` (their rows are not seen again);
+        ``average``, ``rho_schedule``, ``rho_time_scale`` and ``track_vi`` apply to
+        ``"stochastic"`` only. A warm start of ``"memory"`` restarts the duals from zero
+        around the previous model. Convergence against the exact optimum:
+        ``benchmarks/BENCHMARKS.md``, linear family.
     rho : float or "auto", default="auto"
-        Augmented-Lagrangian penalty :math:`\rho > 0` (eq. 11) of the first pass. :math:`1/\rho`
-        caps the step on the sampled loss (the w-step's :math:`\beta_t = \rho(1 - y\langle
-        z - \mu/\rho, x\rangle)/\|x\|^2` is clipped at :math:`s`); each l1 step thresholds by
-        ``alpha / rho``. ``"auto"``: :math:`\min(10, \overline{\|x\|^2})`, the mean
-        squared norm of the rows of the first pass (kept in the solver state, so a warm start
-        or a later ``partial_fit`` call goes on with it): 10 on standardized features (whose
-        rows have :math:`\|x\|^2 \approx d`), and on short rows (TF-IDF text, unit norm) a
-        :math:`\rho` at which a sample on its margin takes the full projection step instead of
-        a step cut to :math:`1/\rho`. The 10 was chosen on standardized features: with the
-        default ``tol``, ``rho = 10`` ended within 0.2-4% of the exact l1 optimum (median 2%)
-        on breast cancer, digits, dna, musk, sonar, vehicle and pima at ``alpha`` = 1e-2 and
-        1e-3 (one outlier: sonar at 1e-3, where every ``rho`` tried stayed 87-250% above),
-        against a median 11% for ``rho = 1``; on unit-norm text, ``rho = 1`` reaches an 8-18%
-        lower objective than ``rho = 10`` in as many or fewer epochs
-        (``benchmarks/BENCHMARKS.md``, linear family).
+        Augmented-Lagrangian penalty :math:`\rho > 0` (eq. 11); with ``"stochastic"``, that of
+        the first pass. :math:`1/\rho` caps the step on the sampled loss (the w-step's
+        :math:`\beta_t = \rho(1 - y\langle z - \mu/\rho, x\rangle)/\|x\|^2` is clipped at
+        :math:`s`); each l1 step thresholds by ``alpha / rho``. ``"auto"``, from the mean
+        squared norm :math:`\overline{\|x\|^2}` of the rows of the first pass (kept in the
+        solver state, so a warm start or a later ``partial_fit`` call goes on with it):
+        :math:`\overline{\|x\|^2}/2` with ``"memory"`` (from the convergence measured on
+        text and standardized images, ``benchmarks/results/linear_convergence.md``), and
+        :math:`\min(10, \overline{\|x\|^2})` with ``"stochastic"``.
     rho_schedule : {"linear", "sqrt", "constant"}, default="linear"
-        How :math:`\rho` grows between passes: pass :math:`e = 1, 2, \dots` (``fit`` epochs, or
-        ``partial_fit`` calls) uses :math:`\rho_e = \rho\,(1 + S_e/m)^p` with :math:`S_e` the
-        samples seen before the pass, :math:`m` the time scale ``rho_time_scale``, and
-        :math:`p = 1`, ``1/2`` or ``0``. ``"constant"`` is eq. (12) of the paper exactly; with
-        a constant :math:`\rho` the
-        iterates settle in a neighbourhood of the optimum whose size shrinks like
-        :math:`1/\rho` but not with more passes (measured on breast cancer, l1, alpha=1e-2,
-        rho=10: 12% above the optimal objective after 10 or 200 epochs), so the default grows
-        :math:`\rho` linearly, a decreasing step size that converges (0.6% after 200 epochs).
-        :math:`\rho` is constant within a pass, which keeps the sparse closed forms exact.
+        How :math:`\rho` grows between passes of ``"stochastic"``: pass :math:`e = 1, 2,
+        \dots` (``fit`` epochs, or ``partial_fit`` calls) uses :math:`\rho_e = \rho\,(1 +
+        S_e/m)^p` with :math:`S_e` the samples seen before the pass, :math:`m` the time scale
+        ``rho_time_scale``, and :math:`p = 1`, ``1/2`` or ``0``. ``"constant"`` is eq. (12)
+        exactly; its iterates settle in a neighbourhood of the optimum whose size shrinks like
+        :math:`1/\rho` but not with more passes, so the default grows :math:`\rho` linearly,
+        a decreasing step size that converges. :math:`\rho` is constant within a pass, which
+        keeps the sparse closed forms exact.
     rho_time_scale : int or None, default=None
         :math:`m` of ``rho_schedule``, in samples. ``None``: in ``fit``, the number of training
         samples (:math:`\rho` grows by ``rho`` per epoch); in ``partial_fit``, where the data
@@ -446,23 +428,17 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         The SADMM w-step has a closed form for the hinge loss only.
     fit_intercept : bool, default=True
         Learn an unpenalized intercept.
-    intercept_scaling : float or "auto", default=1.0
-        The value :math:`c > 0` of the constant feature that carries the intercept in the
-        w-step, as LIBLINEAR's ``intercept_scaling`` (here without a penalty on the intercept,
-        so the problem and its optimum do not depend on it): the feature adds :math:`c^2` to
-        :math:`\|x\|^2` in :math:`\beta_t` and each step moves the intercept by
-        :math:`c^2\beta_t y/\rho`, i.e. the intercept's penalty in the augmented Lagrangian
-        (eq. 11) is :math:`\rho/c^2`. With ``1.0`` a sample moves the intercept as much as a
-        coefficient of value 1; on sparse rows, whose nonzeros are small (TF-IDF: about
-        :math:`1/\sqrt{\text{nonzeros}}`), the intercept then takes the largest step of the
-        model at every sample, and its noise dominates the objective of the last iterate.
-        ``"auto"``: :math:`c^2 = \min(1, \max_j \frac1n\sum_i x_{ij}^2)`, no heavier than
-        the heaviest feature column (1 on standardized features; about 0.006 on the generated TF-IDF text of ``stochsvm.demo``), from the
-        rows of the first pass. The value of the first pass is kept in the solver state (a
-        warm start or a later ``partial_fit`` goes on with it), as ``rho``'s is. On the
-        generated text SADMM-l2 then stops after 30 epochs instead of 56 and SADMM-l1 after 44
-        instead of 70, at no higher objective (``benchmarks/BENCHMARKS.md``, section
-        "SADMM's penalty parameter").
+    intercept_scaling : float or "auto", default="auto"
+        The value :math:`c > 0` of the constant feature that carries the intercept, as
+        LIBLINEAR's ``intercept_scaling`` (here without a penalty on the intercept, so the
+        problem and its optimum do not depend on it): the feature adds :math:`c^2` to
+        :math:`\|x\|^2` in :math:`\beta_t`, and the intercept's penalty in the augmented
+        Lagrangian (eq. 11) is :math:`\rho/c^2`. With ``1.0`` on sparse rows, whose nonzeros
+        are small (TF-IDF: about :math:`1/\sqrt{\text{nonzeros}}`), the intercept would take
+        the largest step of the model at every sample. ``"auto"``:
+        :math:`c^2 = \min(1, \max_j \frac1n\sum_i x_{ij}^2)`, no heavier than the heaviest
+        feature column (1 on standardized features), from the rows of the first pass and kept
+        in the solver state, as ``rho``'s value is.
     max_iter : int, default=1000
         Maximum number of passes (epochs) over the data.
     tol : float or None, default=1e-3
@@ -547,6 +523,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     _allowed_losses = ("hinge",)
 
     _parameter_constraints = {
+        "solver": [StrOptions({"memory", "stochastic"})],
         "rho": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "rho_schedule": [StrOptions({"constant", "sqrt", "linear"})],
         "rho_time_scale": [Interval(Integral, 1, None, closed="left"), None],
@@ -554,13 +531,15 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         "track_vi": ["boolean"],
     }
 
-    def __init__(self, penalty="l1", alpha="auto", rho="auto", rho_schedule="linear",
-                 rho_time_scale=None, l1_ratio=0.15, loss="hinge", fit_intercept=True,
-                 intercept_scaling=1.0, max_iter=1000, tol=1e-3, n_iter_no_change=10,
-                 shuffle=True, average=True, track_vi=False, class_weight=None, warm_start=False,
-                 n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
+    def __init__(self, penalty="l1", alpha="auto", solver="memory", rho="auto",
+                 rho_schedule="linear", rho_time_scale=None, l1_ratio=0.15, loss="hinge",
+                 fit_intercept=True, intercept_scaling="auto", max_iter=1000, tol=1e-3,
+                 n_iter_no_change=10, shuffle=True, average=True, track_vi=False,
+                 class_weight=None, warm_start=False, n_jobs=None, random_state=None, verbose=0,
+                 callback=None, probability=False):
         self.penalty = penalty
         self.alpha = alpha
+        self.solver = solver
         self.rho = rho
         self.rho_schedule = rho_schedule
         self.rho_time_scale = rho_time_scale
@@ -584,6 +563,9 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
 
     def _resolve_parameters(self):
         resolved = self._common_parameters()
+        if self.track_vi and self.solver == "memory":
+            raise ValueError("track_vi=True records the iterates of solver='stochastic'; "
+                             "set solver='stochastic' to track them.")
         # "auto" is resolved from the rows of the first pass (_first_pass_rho)
         resolved["rho"] = None if isinstance(self.rho, str) else float(self.rho)
         resolved["average_start"] = self._check_average(self.average)
@@ -640,13 +622,14 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         return resolved
 
     @staticmethod
-    def _first_pass_rho(X, resolved):
-        r"""``rho``, or for ``rho="auto"`` :math:`\min(10, \overline{\|x\|^2})` over the rows
-        of ``X`` (on Dask, of the first pass's block: the row-weighted average of the states
-        after the first round is the mean over every row)."""
+    def _first_pass_rho(X, resolved, memory=False):
+        r"""``rho``, or for ``rho="auto"`` half the mean squared norm of the rows of ``X``
+        (``memory``), or that norm capped at 10; on Dask, of the first pass's block (the row-weighted
+        average of the states after the first round is the mean over every row)."""
         if resolved["rho"] is not None:
             return resolved["rho"]
-        return min(AUTOMATIC_RHO_CEILING, max(mean_squared_row_norm(X), 1e-12))
+        squared_norm = max(mean_squared_row_norm(X), 1e-12)
+        return 0.5 * squared_norm if memory else min(AUTOMATIC_RHO_CEILING, squared_norm)
 
     @staticmethod
     def _first_pass_intercept_weight(X, resolved):
@@ -657,11 +640,49 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
             return resolved["intercept_scaling"] ** 2
         return min(1.0, max(largest_column_mean_square(X), 1e-12))
 
+    def _uses_memory(self):
+        """Whether passes run ``solver="memory"`` (a ``fit`` on in-memory rows)."""
+        return self.solver == "memory" and not self.__dict__.get("_streaming")
+
+    def fit(self, X, y, sample_weight=None):
+        super().fit(X, y, sample_weight=sample_weight)
+        for state in self._states or ():
+            for key in _MEMORY_KEYS:  # the duals of the training rows: not part of the model
+                state.pop(key, None)
+        return self
+
+    def _fit_dask(self, X, *args, **kwargs):  # blocks train on clones, by eq. (12)
+        solver, self.solver = self.solver, "stochastic"
+        try:
+            return super()._fit_dask(X, *args, **kwargs)
+        finally:
+            self.solver = solver
+
+    def _memory_epoch(self, state, X, y, weights, order, resolved):
+        """One pass of :mod:`stochsvm.linear.sadmm_memory`, its state kept in ``state``."""
+        value = np.sqrt(state["intercept_weight"]) if self.fit_intercept else 0.0
+        settings = memory_settings(X.shape[0], state["rho_base"], resolved["alpha"],
+                                   resolved["l1_ratio"], value)
+        if "duals" not in state:  # a new fit: zero duals, centred on the current model
+            state.update(duals=np.zeros(X.shape[0]), dual_sum=np.zeros_like(state["z"]),
+                         centre=np.zeros_like(state["z"]), dual_scalars=np.array(
+                             [0.0, 0.0, state["scalars"][0] / value if value else 0.0]))
+        arrays = MemoryArrays(*(state[key] for key in _MEMORY_KEYS[:2]), state["z"],
+                              *(state[key] for key in _MEMORY_KEYS[2:]))
+        recentre(arrays, settings)
+        loss_sum = memory_pass(X, y, weights, order, arrays, settings)
+        state["scalars"][0] = value * arrays.scalars[2]
+        state["rho"], state["samples_seen"] = state["rho_base"], state["samples_seen"] + len(order)
+        state["last"][:] = state["samples_seen"]
+        return {"loss_sum": loss_sum}
+
     def _run_epoch(self, state, X, y, weights, order, resolved):
         if "rho_base" not in state:
-            state["rho_base"] = self._first_pass_rho(X, resolved)
+            state["rho_base"] = self._first_pass_rho(X, resolved, self._uses_memory())
         if "intercept_weight" not in state:
             state["intercept_weight"] = self._first_pass_intercept_weight(X, resolved)
+        if self._uses_memory():
+            return self._memory_epoch(state, X, y, weights, order, resolved)
         if "pass_length" not in state:
             # the time scale m of the rho schedule (see ``rho_time_scale``), fixed at the first
             # pass so that later batch sizes do not change it
@@ -726,7 +747,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         )
 
     def _model(self, state, resolved):
-        if state["average_start"] is None:
+        if state["average_start"] is None or self._uses_memory():
             return state["z"].copy(), float(state["scalars"][0])
         coef, _, intercept = self._averaged(state)
         return coef, intercept
@@ -734,14 +755,15 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     _candidate_names = ("average", "last")
 
     def _candidate_names_of(self, state):
-        # without averaging (average=False) the last iterate is the only output
-        return self._candidate_names if state["average_start"] is not None else ("last",)
+        # without averaging (average=False, or solver="memory") the last iterate is the output
+        return (self._candidate_names if state["average_start"] is not None
+                and not self._uses_memory() else ("last",))
 
     def _output_candidates(self, state, resolved):
         """The averaged iterate of Theorem 4.2 and the last iterate ``z``: ``fit`` returns the
         one of lower training objective (with a growing :math:`\rho` the last iterate is
         often the better one)."""
-        if state["average_start"] is None:
+        if state["average_start"] is None or self._uses_memory():
             return [self._model(state, resolved)]
         return [self._model(state, resolved), (state["z"].copy(), float(state["scalars"][0]))]
 
