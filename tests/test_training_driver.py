@@ -28,8 +28,9 @@ def _data(n_classes):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("make, n_classes", [
-    (lambda: stochsvm.SADMMClassifier(penalty="l1", alpha=1e-3, shuffle=False), 3),
-    (lambda: stochsvm.SADMMClassifier(alpha=1e-3, shuffle=False), 2),
+    (lambda: stochsvm.SADMMClassifier(penalty="l1", alpha=1e-3, shuffle=False,
+                                      solver="stochastic"), 3),
+    (lambda: stochsvm.SADMMClassifier(alpha=1e-3, shuffle=False, solver="stochastic"), 2),
     (lambda: stochsvm.RDAClassifier(alpha=1e-3, shuffle=False, max_iter=300), 3),
 ])
 def test_one_block_on_dask_is_the_in_memory_fit(client, make, n_classes):

@@ -644,12 +644,11 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         """Whether passes run ``solver="memory"`` (a ``fit`` on in-memory rows)."""
         return self.solver == "memory" and not self.__dict__.get("_streaming")
 
-    def fit(self, X, y, sample_weight=None):
-        super().fit(X, y, sample_weight=sample_weight)
+    def _train(self, *args, **kwargs):
+        super()._train(*args, **kwargs)
         for state in self._states or ():
             for key in _MEMORY_KEYS:  # the duals of the training rows: not part of the model
                 state.pop(key, None)
-        return self
 
     def _fit_dask(self, X, *args, **kwargs):  # blocks train on clones, by eq. (12)
         solver, self.solver = self.solver, "stochastic"
