@@ -37,7 +37,6 @@ Run (2 threads; the first run computes the optima, up to an hour)::
     python benchmarks/linear_convergence.py             # results/linear_convergence.*
     python benchmarks/linear_convergence.py --optima    # only the cached optima
     python benchmarks/linear_convergence.py --dense     # results/linear_convergence_dense.*
-    python benchmarks/linear_convergence.py --multiclass  # ..._multiclass.*: 3-10 classes
 """
 
 from __future__ import annotations
@@ -372,55 +371,13 @@ def dense_defaults():
     print("\n".join(lines))
 
 
-def many_classes():
-    """Both solvers with every default on many-class sets (one-vs-rest): digits (10), dna (3),
-    vehicle (4), shuttle (7), standardized, a stratified 80/20 split (seed 0), beside
-    ``LinearSVC()``; writes ``results/linear_convergence_multiclass.{json,md}``."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import LinearSVC
-
-    from stochsvm import SADMMClassifier
-
-    sets = {"digits": load_digits(return_X_y=True)}
-    for name in ("dna", "vehicle", "shuttle"):
-        data = np.load(f"/work/shared/data/{name}.npz", allow_pickle=True)
-        sets[name] = (data["X"], data["y"])
-    rows, lines = [], ["| set | classes | model | accuracy | fit s |", "|---|---|---|---|---|"]
-    for name, (X, y) in sets.items():
-        X, Xt, y, yt = train_test_split(np.asarray(X, float), y, test_size=0.2, stratify=y,
-                                        random_state=0)
-        scaler = StandardScaler().fit(X)
-        X, Xt = scaler.transform(X), scaler.transform(Xt)
-        for label, make in (
-                ('SADMM l1, solver="memory"', lambda: SADMMClassifier(random_state=0)),
-                ('SADMM l1, solver="stochastic"',
-                 lambda: SADMMClassifier(solver="stochastic", random_state=0)),
-                ("LinearSVC", lambda: LinearSVC(random_state=0))):
-            model, seconds, _ = timed_fit(make, X, y)
-            row = {"set": name, "classes": len(np.unique(y)), "model": label,
-                   "accuracy": float(model.score(Xt, yt)), "seconds": seconds}
-            rows.append(row)
-            lines.append(f"| {name} | {row['classes']} | {label} | {row['accuracy']:.4f} | "
-                         f"{seconds:.2f} |")
-            print(lines[-1], flush=True)
-    stem = RESULTS / "linear_convergence_multiclass"
-    stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--optima", action="store_true", help="only compute the optima")
     parser.add_argument("--dense", action="store_true",
                         help="only the defaults of both solvers on the dense sets")
-    parser.add_argument("--multiclass", action="store_true",
-                        help="only both solvers' defaults on many-class sets")
     arguments = parser.parse_args()
-    if arguments.multiclass:
-        return many_classes()
     if arguments.dense:
         sys.path.insert(0, str(REPOSITORY / "benchmarks"))
         return dense_defaults()

@@ -209,8 +209,9 @@ def test_progress_bar_and_a_model_without_the_callback(files):
 
 
 def test_progress_bar_per_one_vs_rest_problem(tmp_path):
-    """A one-vs-rest fit restarts the bar for every binary problem and names its class; the
-    bar is redrawn at most every 0.2 s, not once per record."""
+    """A multiclass fit restarts the bar for every binary problem and names it (SADMM's
+    one-vs-one default: its pair of classes); the bar is redrawn at most every 0.2 s, not
+    once per record."""
     from sklearn.datasets import load_digits
     X, y = load_digits(return_X_y=True)
     keep = y < 3
@@ -220,8 +221,8 @@ def test_progress_bar_per_one_vs_rest_problem(tmp_path):
                  "--param", "tol=None", "--param", "random_state=0", "--progress")
     assert result.exit_code == 0, result.output
     frames = result.stderr.split("\r")
-    for number, label in enumerate((0, 1, 2), start=1):
-        assert any(f"SADMMClassifier class {label} ({number}/3)" in frame for frame in frames)
+    for number, label in enumerate(("0 vs 1", "0 vs 2", "1 vs 2"), start=1):
+        assert any(f"SADMMClassifier pair {label} ({number}/3)" in frame for frame in frames)
     assert "4/4" in frames[-1]
     # the stall rule off, so that the run goes to its cap of 400 iterations
     scs = run("train", path, "--solver", "scs", "--param", "max_iter=400", "--param", "tol=1e-12",
@@ -270,7 +271,8 @@ def test_progress_records_without_a_problem_key(capsys):
     does not increase starts the next problem's bar."""
     from stochsvm.cli.progress import ProgressBar
     entry = registry.get_solver("sadmm")
-    bar = ProgressBar(entry, entry.load()(max_iter=3), np.array([0, 1, 2, 0, 1, 2]))
+    bar = ProgressBar(entry, entry.load()(max_iter=3, multi_class="ovr"),
+                      np.array([0, 1, 2, 0, 1, 2]))
     bar.start()
     for record in [{"iteration": 1}, {"iteration": 2}, {"iteration": 1}, {"iteration": 3},
                    {"iteration": 2, "problem": 2}]:

@@ -40,7 +40,8 @@ def _estimator(name, **params):
     if name == "PegasosClassifier":
         settings["average"] = True  # the last Pegasos iterate is too noisy to compare
     if name == "SADMMClassifier":
-        settings["solver"] = "stochastic"  # what Dask trains: eq. (12) on every block
+        # what Dask trains: eq. (12) on every block, one-vs-rest
+        settings.update(solver="stochastic", multi_class="ovr")
     settings.update(params)
     return registry.solver_class(name)(**settings)
 
@@ -87,7 +88,8 @@ def test_dask_l1_output_is_as_sparse_as_in_memory(client, name):
     X = StandardScaler().fit_transform(X)
     settings = {"alpha": 1e-2, "penalty": "l1", "random_state": 0}
     if name == "SADMMClassifier":
-        settings["solver"] = "stochastic"  # what Dask trains: eq. (12) on every block
+        # what Dask trains: eq. (12) on every block, one-vs-rest
+        settings.update(solver="stochastic", multi_class="ovr")
     in_memory = registry.solver_class(name)(**settings).fit(X, y)
     on_dask = registry.solver_class(name)(**settings).fit(da.from_array(X, chunks=(500, 60)),
                                                           da.from_array(y, chunks=500))

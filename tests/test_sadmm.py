@@ -224,8 +224,9 @@ def test_multiclass_one_vs_rest():
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
-    clf = paper_sadmm(penalty="l2", alpha=1e-4, max_iter=10, tol=None,
-                          random_state=0).fit(X / 16, y)
+    clf = paper_sadmm(penalty="l2", alpha=1e-4, max_iter=10, tol=None, multi_class="ovr",
+                      random_state=0).fit(X / 16, y)
+    assert clf.multiclass_strategy_ == "one_vs_rest"
     assert clf.coef_.shape == (10, 64) and clf.intercept_.shape == (10,)
     assert clf.score(X / 16, y) > 0.93
     assert sorted({record["problem"] for record in clf.history_}) == list(range(10))

@@ -29,7 +29,7 @@ def _data(n_classes):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("make, n_classes", [
     (lambda: stochsvm.SADMMClassifier(penalty="l1", alpha=1e-3, shuffle=False,
-                                      solver="stochastic"), 3),
+                                      solver="stochastic", multi_class="ovr"), 3),
     (lambda: stochsvm.SADMMClassifier(alpha=1e-3, shuffle=False, solver="stochastic"), 2),
     (lambda: stochsvm.RDAClassifier(alpha=1e-3, shuffle=False, max_iter=300), 3),
 ])

@@ -7,6 +7,8 @@ import sys
 
 import numpy as np
 
+from .._core.multiclass import class_pairs
+
 __all__ = ["ProgressBar", "format_label", "iteration_total"]
 
 
@@ -49,7 +51,8 @@ class ProgressBar:
     The bar counts the ``"iteration"`` of the records against the solver's iteration cap,
     with rate and time left, redrawn at most every 0.2 s. A one-vs-rest fit restarts it for
     each binary problem (the records' ``"problem"`` key; without it, an iteration count that
-    does not increase marks a new problem) and names the problem's class. A problem that
+    does not increase marks a new problem) and names the problem's class (a one-vs-one
+    fit, ``multi_class="ovo"``: its pair of classes). A problem that
     stops before the cap (its stopping rule) ends its bar at 100% with "converged".
     """
 
@@ -60,6 +63,9 @@ class ProgressBar:
             or type(estimator).__name__ == "KernelPegasosSVC" else "it"
         classes = np.unique(y[y != -1]) if entry.problem == "semi-supervised" else np.unique(y)
         self.classes = classes if classes.shape[0] > 2 else None
+        # a one-vs-one fit ("ovo") trains one problem a pair of classes
+        self.pairs = (class_pairs(classes.shape[0]) if self.classes is not None
+                      and estimator.get_params().get("multi_class") == "ovo" else None)
         self.bar = None
         self.problem = None
         self.last_iteration = None
@@ -67,6 +73,12 @@ class ProgressBar:
     def _description(self, problem):
         if self.classes is None:
             return self.name
+        if self.pairs is not None:
+            count = len(self.pairs)
+            if not 0 <= problem < count:
+                return f"{self.name} pair ? ({problem + 1}/{count})"
+            first, second = (format_label(self.classes[k]) for k in self.pairs[problem])
+            return f"{self.name} pair {first} vs {second} ({problem + 1}/{count})"
         count = self.classes.shape[0]
         label = format_label(self.classes[problem]) if 0 <= problem < count else "?"
         return f"{self.name} class {label} ({problem + 1}/{count})"

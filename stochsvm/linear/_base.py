@@ -15,7 +15,13 @@ default of SADMM and S3GD) is resolved by each fit into ``alpha_`` (:func:`autom
 
 Multiclass problems are solved one-vs-rest: class :math:`k` against the others, with labels
 ``+1`` for class :math:`k`; ``coef_`` has one row per class (one row in total for two classes,
-where ``classes_[1]`` is the positive class).
+where ``classes_[1]`` is the positive class). An estimator with a ``multi_class`` parameter
+also offers one-vs-one (``multi_class="ovo"``, ``multiclass_strategy_ = "one_vs_one"``), as
+:class:`sklearn.svm.SVC`: one problem per pair :math:`(i, j)` of
+:func:`~stochsvm._core.multiclass.class_pairs`, on the rows of the two classes only, with
+labels ``+1`` for class :math:`j`; ``coef_`` has one row per pair, and the decision values
+are the per-class scores of :func:`~stochsvm._core.multiclass.one_vs_one_scores` (votes plus
+a tie-breaking confidence term).
 
 A subclass supplies the solver through four hooks:
 
@@ -47,9 +53,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._core.base import BaseClassifier, dask_fit, dask_input, fit_context
 from .._core.losses import MARGIN_LOSSES, get_margin_loss
+from .._core.multiclass import (
+    MULTICLASS_STRATEGIES,
+    ONE_VS_ONE,
+    ONE_VS_REST,
+    class_pairs,
+    one_vs_one_scores,
+)
 from .._core.penalties import get_penalty
 from .._core.precision import float64_product
-from .._core.state import ArrayField, FloatField, IntField, SolverStateField
+from .._core.state import ArrayField, FloatField, IntField, SolverStateField, StrField
 from .._core.validation import (
     check_at_least_two_classes,
     check_sample_weight,
@@ -57,7 +70,13 @@ from .._core.validation import (
     validate_prediction_data,
     validate_training_data,
 )
-from .training import InMemoryPasses, StepDivergedError, store_training, train_passes
+from .training import (
+    InMemoryPasses,
+    ProblemResult,
+    StepDivergedError,
+    store_training,
+    train_passes,
+)
 
 __all__ = ["BaseStochasticLinearClassifier", "LinearSettings", "StepDivergedError",
            "automatic_alpha", "linear_objective", "mean_squared_row_norm", "squared_total"]
@@ -248,6 +267,8 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         "shuffle": ["boolean"],
         "average": ["boolean", Interval(Integral, 0, None, closed="left")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        # declared by the estimators that offer one-vs-one
+        "multi_class": [StrOptions({"ovr", "ovo"})],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "callback": [callable, None],
@@ -259,6 +280,8 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
     _distributed_training = "model_averaging"
 
     _fitted_fields = {
+        # declared before coef_, whose row count it sets (one row a pair for "one_vs_one")
+        "multiclass_strategy_": StrField(MULTICLASS_STRATEGIES, optional=True),
         "coef_": ArrayField("float", ("n_problems", "n_features")),
         "intercept_": ArrayField("float", ("n_problems",)),
         "t_": FloatField(minimum=0.0),
@@ -355,9 +378,28 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
     def _class_weights(self, y, classes, for_partial_fit=False):
         return resolve_class_weights(self.class_weight, classes, y, for_partial_fit)
 
+    def _strategy_for(self, classes):
+        """The multiclass strategy of a fit on ``classes``: one-vs-one for more than two
+        classes and ``multi_class="ovo"`` (a parameter of the estimators that offer it)."""
+        if len(classes) > 2 and getattr(self, "multi_class", "ovr") == "ovo":
+            return ONE_VS_ONE
+        return ONE_VS_REST
+
+    def _one_vs_one(self):
+        """True when the fitted binary problems are one a pair of classes."""
+        return getattr(self, "multiclass_strategy_", ONE_VS_REST) == ONE_VS_ONE
+
     def _binary_problems(self, y):
-        """Signed label vectors, one per binary (one-vs-rest) problem."""
-        return self._signed_labels(y)
+        """Per binary problem, ``(rows, y_signed)``: the positions in ``y`` of its rows
+        (``None``: every row) and their labels +1 / -1. One-vs-rest: every row, +1 for the
+        problem's class; one-vs-one: the rows of the pair's two classes, +1 for the second."""
+        if not self._one_vs_one():
+            return [(None, y_signed) for y_signed in self._signed_labels(y)]
+        problems = []
+        for first, second in class_pairs(len(self.classes_)):
+            rows = np.flatnonzero((y == self.classes_[first]) | (y == self.classes_[second]))
+            problems.append((rows, np.where(y[rows] == self.classes_[second], 1.0, -1.0)))
+        return problems
 
     # ------------------------------------------------------------------ fitting
     @fit_context
@@ -385,13 +427,16 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         resolved = self._settings()
         classes = np.unique(y)
         check_at_least_two_classes(classes)
+        strategy = self._strategy_for(classes)
         warm = (
             self.warm_start
             and getattr(self, "_states", None) is not None
             and np.array_equal(getattr(self, "classes_", None), classes)
             and self._states_features == X.shape[1]
+            and getattr(self, "multiclass_strategy_", ONE_VS_REST) == strategy
         )
         self.classes_ = classes
+        self.multiclass_strategy_ = strategy
         weights = self._sample_weights(X, y, sample_weight, for_partial_fit=False)
         problems = self._binary_problems(y)
         if warm:
@@ -411,25 +456,34 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         return weights * class_weights[np.searchsorted(self.classes_, y)]
 
     def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
-        """Run ``n_epochs`` epochs on every binary problem (one-vs-rest, ``n_jobs``
-        processes) and store the model, its solver states and its history
-        (:func:`~stochsvm.linear.training.train_passes`)."""
+        """Run ``n_epochs`` epochs on every binary problem (``(rows, y_signed)`` of
+        :meth:`_binary_problems`, in ``n_jobs`` processes) and store the model, its solver
+        states and its history (:func:`~stochsvm.linear.training.train_passes`)."""
         random_state = check_random_state(self.random_state)
         seeds = random_state.randint(np.iinfo(np.int32).max, size=len(problems))
         # a fit with a tolerance scores its outputs on the whole training set after every
         # epoch and returns the best; partial_fit and tol=None run the bare algorithm
         select_output = warn and resolved["tol"] is not None
         results = self._solve_problems(self._train_problem, [
-            (index, X, y_signed, state, weights, resolved, n_epochs, int(seeds[index]),
-             select_output)
-            for index, (y_signed, state) in enumerate(zip(problems, states))])
+            (index, X, rows, y_signed, state, weights, resolved, n_epochs,
+             int(seeds[index]), select_output)
+            for index, ((rows, y_signed), state) in enumerate(zip(problems, states))])
         store_training(self, results, X.shape[1], n_epochs, warn)
 
-    def _train_problem(self, index, X, y_signed, state, weights, resolved, n_epochs, seed,
-                       select_output=False):
-        """Epochs of one binary problem (in a worker process when ``n_jobs`` asks for it):
-        its :class:`~stochsvm.linear.training.ProblemResult`."""
+    def _train_problem(self, index, X, rows, y_signed, state, weights, resolved, n_epochs,
+                       seed, select_output=False):
+        """Epochs of one binary problem on the rows ``rows`` of ``X`` (``None``: all), in a
+        worker process when ``n_jobs`` asks for it: its
+        :class:`~stochsvm.linear.training.ProblemResult` (a problem without rows, as a
+        ``partial_fit`` batch may give a pair of classes, keeps its state)."""
+        if rows is not None:
+            X, weights = X[rows], weights[rows]
         passes = InMemoryPasses(self, X, {index: (y_signed, seed)}, weights, resolved)
+        if X.shape[0] == 0:  # the model of these states, as the last call stored it
+            seen = passes.samples_seen(index, state)
+            coef, intercept = ((self.coef_[index].copy(), float(self.intercept_[index]))
+                               if seen else self._model(state, resolved))
+            return ProblemResult(state, coef, intercept, [], 0, True, seen)
         return train_passes(self, passes, {index: state}, resolved, n_epochs,
                             select_output)[0]
 
@@ -450,6 +504,9 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         """Train on dask input (:mod:`stochsvm.distributed`); with ``alpha="auto"``, one
         distributed pass first sums the squared values of the blocks, for the mean squared
         row norm of :func:`automatic_alpha` (kept only for the fit)."""
+        if self._one_vs_one():  # dask input trains one-vs-rest: an "ovo" model restarts
+            for name in ("_states", "multiclass_strategy_"):
+                self.__dict__.pop(name, None)
         if isinstance(self.alpha, str):
             import dask
 
@@ -459,9 +516,11 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                                     for block in blocks])
             self._squared_total_of_blocks = float(sum(totals))
         try:
-            return super()._fit_dask(X, *args, **kwargs)
+            fitted = super()._fit_dask(X, *args, **kwargs)
         finally:
             self.__dict__.pop("_squared_total_of_blocks", None)
+        self.multiclass_strategy_ = ONE_VS_REST
+        return fitted
 
     def _reduce_step_on_plateau(self, state):
         """Called when the ``tol`` rule would stop a fit: a solver whose step does not decay
@@ -538,6 +597,7 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
                 )
             self.classes_ = np.unique(np.asarray(classes))
             check_at_least_two_classes(self.classes_)
+            self.multiclass_strategy_ = self._strategy_for(self.classes_)
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(
                 f"classes={classes!r} differs from the classes of the first partial_fit call "
@@ -566,7 +626,9 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
     # ------------------------------------------------------------------ evaluation
     @dask_input
     def decision_function(self, X):
-        """Signed distance to the hyperplane, ``X @ coef_.T + intercept_``.
+        """Signed distance to the hyperplane, ``X @ coef_.T + intercept_``; for one-vs-one
+        models, the per-class scores of these pair decisions
+        (:func:`~stochsvm._core.multiclass.one_vs_one_scores`).
 
         Returns an array of shape (n_samples,) for two classes, (n_samples, n_classes)
         otherwise. A model fitted on float32 data scores float32 ``X`` in float32; any other
@@ -576,20 +638,23 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
         X = validate_prediction_data(self, X)
         scores = X @ self.coef_.T + self.intercept_
         scores = np.asarray(scores)
+        if self._one_vs_one():
+            scores = one_vs_one_scores(scores, len(self.classes_))
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def _has_native_probabilities(self):
         r"""The log loss is a probability model: :meth:`predict_proba` is the logistic model
         :math:`\sigma(w^\top x + b)` (normalised over one-vs-rest problems, as
-        scikit-learn's ``SGDClassifier`` does) without ``probability=True``."""
-        return self.loss == "log_loss"
+        scikit-learn's ``SGDClassifier`` does) without ``probability=True``; not for
+        one-vs-one models, whose decision values are votes."""
+        return self.loss == "log_loss" and not self._one_vs_one()
 
     def objective(self, X, y, sample_weight=None):
         r"""Training objective :math:`F(w, b)` of the fitted model on ``(X, y)``.
 
         Uses the estimator's loss, penalty, ``alpha`` and ``class_weight`` (``'balanced'``
         weights are computed from ``y``). For more than two classes, the sum over the
-        one-vs-rest problems.
+        binary problems (one-vs-rest, or one-vs-one on each pair's rows).
         """
         check_is_fitted(self)
         resolved = self._settings()
@@ -604,9 +669,11 @@ class BaseStochasticLinearClassifier(BaseClassifier, LinearClassifierMixin):
             raise ValueError(f"y contains labels {unknown!r} unknown to the fitted model.")
         weights = self._sample_weights(X, y, sample_weight, for_partial_fit=False)
         total = 0.0
-        for row, y_signed in enumerate(self._binary_problems(y)):
+        for row, (rows, y_signed) in enumerate(self._binary_problems(y)):
+            every = rows is None
             total += linear_objective(
-                X, y_signed, weights, self.coef_[row], self.intercept_[row], resolved["loss"],
+                X if every else X[rows], y_signed, weights if every else weights[rows],
+                self.coef_[row], self.intercept_[row], resolved["loss"],
                 resolved["penalty"], resolved["alpha"], resolved["l1_ratio"],
                 resolved.get("loss_parameter"),
             )

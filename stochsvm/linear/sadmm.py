@@ -64,13 +64,11 @@ from ._base import (
     mean_squared_row_norm,
 )
 from .sadmm_closed_forms import factor_powers, prox_step, skipped_steps
-from .sadmm_memory import MemoryArrays, memory_pass, memory_settings, recentre
+from .sadmm_memory import MEMORY_KEYS, memory_epoch
 
 __all__ = ["SADMMClassifier", "largest_column_mean_square"]
 
 _NO_AVERAGE = np.iinfo(np.int64).max
-# the state of solver="memory" within a fit (sadmm_memory.MemoryArrays without the output z)
-_MEMORY_KEYS = ("duals", "dual_sum", "centre", "dual_scalars")
 #: the largest ``rho="auto"`` (a constant chosen on standardized features)
 AUTOMATIC_RHO_CEILING = 10.0
 # positions in the ``progress`` array of a pass, carried from one call of a compiled loop to
@@ -455,11 +453,17 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         Record, after each epoch, the VI quantity of Theorem 4.2 (see Notes) in ``history_``
         at the cost of one extra pass over the data.
     class_weight : dict, "balanced" or None, default=None
+    multi_class : {"ovo", "ovr"}, default="ovo"
+        More than two classes: one problem per pair of classes on the pair's rows, combined
+        as ``sklearn.svm.SVC`` does (``"ovo"``), or one per class against the rest
+        (``"ovr"``, as ``LinearSVC``). A class that no hyperplane separates from all the
+        others gets a constant one-vs-rest model at the hinge optimum. ``partial_fit`` keeps
+        the strategy of its first call; dask input trains one-vs-rest.
     warm_start : bool, default=False
         Continue from the previous solver state (z, mu, averages) on the next ``fit``.
     n_jobs : int or None, default=None
-        Processes for the one-vs-rest binary problems (joblib; ``None`` means 1, ``-1`` every
-        core). Each problem has its own seed, so the model does not depend on ``n_jobs``.
+        Processes for the binary problems (joblib; ``None`` means 1, ``-1`` every core). Each
+        problem has its own seed, so the model does not depend on ``n_jobs``.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -474,11 +478,14 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-    intercept_ : ndarray of shape (1,) or (n_classes,)
+    coef_ : ndarray of shape (n_problems, n_features)
+        One row per binary problem: 1 for two classes, else one per class (``"ovr"``) or
+        per pair of :func:`~stochsvm._core.multiclass.class_pairs` (``"ovo"``).
+    intercept_ : ndarray of shape (n_problems,)
     classes_ : ndarray
+    multiclass_strategy_ : {"one_vs_rest", "one_vs_one"}
     n_iter_ : int
-        Epochs run (the largest over one-vs-rest problems).
+        Epochs run (the largest over the binary problems).
     alpha_ : float
         The regularization strength of the fit: ``alpha``, or what ``"auto"`` resolved to.
     t_ : float
@@ -535,8 +542,8 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
                  rho_schedule="linear", rho_time_scale=None, l1_ratio=0.15, loss="hinge",
                  fit_intercept=True, intercept_scaling="auto", max_iter=1000, tol=1e-3,
                  n_iter_no_change=10, shuffle=True, average=True, track_vi=False,
-                 class_weight=None, warm_start=False, n_jobs=None, random_state=None, verbose=0,
-                 callback=None, probability=False):
+                 class_weight=None, multi_class="ovo", warm_start=False, n_jobs=None,
+                 random_state=None, verbose=0, callback=None, probability=False):
         self.penalty = penalty
         self.alpha = alpha
         self.solver = solver
@@ -554,6 +561,7 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         self.average = average
         self.track_vi = track_vi
         self.class_weight = class_weight
+        self.multi_class = multi_class
         self.warm_start = warm_start
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -647,30 +655,21 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     def _train(self, *args, **kwargs):
         super()._train(*args, **kwargs)
         for state in self._states or ():
-            for key in _MEMORY_KEYS:  # the duals of the training rows: not part of the model
+            for key in MEMORY_KEYS:  # the duals of the training rows: not part of the model
                 state.pop(key, None)
 
-    def _fit_dask(self, X, *args, **kwargs):  # blocks train on clones, by eq. (12)
-        solver, self.solver = self.solver, "stochastic"
+    def _fit_dask(self, X, *args, **kwargs):  # blocks train clones by eq. (12), one-vs-rest
+        kept, self.solver, self.multi_class = (self.solver, self.multi_class), "stochastic", "ovr"
         try:
             return super()._fit_dask(X, *args, **kwargs)
         finally:
-            self.solver = solver
+            self.solver, self.multi_class = kept
 
     def _memory_epoch(self, state, X, y, weights, order, resolved):
         """One pass of :mod:`stochsvm.linear.sadmm_memory`, its state kept in ``state``."""
         value = np.sqrt(state["intercept_weight"]) if self.fit_intercept else 0.0
-        settings = memory_settings(X.shape[0], state["rho_base"], resolved["alpha"],
-                                   resolved["l1_ratio"], value)
-        if "duals" not in state:  # a new fit: zero duals, centred on the current model
-            state.update(duals=np.zeros(X.shape[0]), dual_sum=np.zeros_like(state["z"]),
-                         centre=np.zeros_like(state["z"]), dual_scalars=np.array(
-                             [0.0, 0.0, state["scalars"][0] / value if value else 0.0]))
-        arrays = MemoryArrays(*(state[key] for key in _MEMORY_KEYS[:2]), state["z"],
-                              *(state[key] for key in _MEMORY_KEYS[2:]))
-        recentre(arrays, settings)
-        loss_sum = memory_pass(X, y, weights, order, arrays, settings)
-        state["scalars"][0] = value * arrays.scalars[2]
+        loss_sum = memory_epoch(state, X, y, weights, order, resolved["alpha"],
+                                resolved["l1_ratio"], value)
         state["rho"], state["samples_seen"] = state["rho_base"], state["samples_seen"] + len(order)
         state["last"][:] = state["samples_seen"]
         return {"loss_sum": loss_sum}

@@ -59,7 +59,12 @@ import numpy as np
 from .._core.monitor import chunk_stops, row_work
 from ._base import as_csr_arrays, is_sparse
 
-__all__ = ["MemorySettings", "MemoryArrays", "memory_pass", "primal_point", "recentre"]
+__all__ = ["MEMORY_KEYS", "MemorySettings", "MemoryArrays", "memory_epoch", "memory_pass",
+           "primal_point", "recentre"]
+
+#: the keys of the solver state that hold a fit's duals (:class:`MemoryArrays` without the
+#: output ``z``): one entry per training row, not part of the fitted model
+MEMORY_KEYS = ("duals", "dual_sum", "centre", "dual_scalars")
 
 #: Scalar settings of one pass: ``n`` (the training rows, a float), ``sigma`` (the
 #: coefficients' proximal weight :math:`\rho/n`, 0 for the pure l2 penalty),
@@ -215,4 +220,24 @@ def memory_pass(X, y, weights, order, arrays, settings):
     for stop in chunk_stops(len(order), 1.5 * row_work(X)):
         loss_sum += loop(*data, y, weights, order[start:stop], arrays, settings)
         start = stop
+    return loss_sum
+
+
+def memory_epoch(state, X, y, weights, order, alpha, l1_ratio, intercept_value):
+    """One pass (:func:`recentre`, then :func:`memory_pass`) on the solver state ``state`` of
+    :class:`~stochsvm.linear.sadmm.SADMMClassifier` (``z``, ``scalars``, ``rho_base``; the
+    duals of :data:`MEMORY_KEYS` start at zero, centred on the current model, when absent),
+    with the intercept's constant feature ``intercept_value`` (0: no intercept). Returns the
+    pass's weighted loss sum."""
+    settings = memory_settings(X.shape[0], state["rho_base"], alpha, l1_ratio, intercept_value)
+    if "duals" not in state:
+        start = state["scalars"][0] / intercept_value if intercept_value else 0.0
+        state.update(duals=np.zeros(X.shape[0]), dual_sum=np.zeros_like(state["z"]),
+                     centre=np.zeros_like(state["z"]),
+                     dual_scalars=np.array([0.0, 0.0, start]))
+    arrays = MemoryArrays(state["duals"], state["dual_sum"], state["z"], state["centre"],
+                          state["dual_scalars"])
+    recentre(arrays, settings)
+    loss_sum = memory_pass(X, y, weights, order, arrays, settings)
+    state["scalars"][0] = intercept_value * arrays.scalars[2]
     return loss_sum

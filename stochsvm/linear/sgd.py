@@ -189,7 +189,7 @@ class BaseMiniBatchProxClassifier(BaseStochasticLinearClassifier):
     def _train(self, X, problems, states, weights, resolved, n_epochs, warn):
         self._prepared = self._prepare(X, resolved)
         # per-problem structures before the clock of the training monitor starts
-        for y_signed, state in zip(problems, states):
+        for (_, y_signed), state in zip(problems, states):  # one-vs-rest: every row
             state["problem"] = self._prepare_problem(X, y_signed, weights, resolved)
         try:
             super()._train(X, problems, states, weights, resolved, n_epochs, warn)

@@ -58,6 +58,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.monitor import TrainingMonitor
+from .._core.multiclass import ONE_VS_ONE, ONE_VS_REST, class_pairs
 from .._core.precision import float64_product, float64_transposed_product
 
 __all__ = ["InMemoryPasses", "Passes", "ProblemResult", "StepDivergedError", "store_training",
@@ -252,9 +253,16 @@ class _Problem:
 
 
 def _label(estimator, index):
+    """How progress output names binary problem ``index``: by its class (one-vs-rest), its
+    pair of classes (one-vs-one), or by the estimator alone (two classes)."""
     label = type(estimator).__name__
     classes = getattr(estimator, "classes_", ())
-    return label + (f"[{classes[index]!r}] " if len(classes) > 2 else " ")
+    if len(classes) <= 2:
+        return label + " "
+    if getattr(estimator, "multiclass_strategy_", ONE_VS_REST) == ONE_VS_ONE:
+        first, second = class_pairs(len(classes))[index]
+        return f"{label}[{classes[first]!r} vs {classes[second]!r}] "
+    return f"{label}[{classes[index]!r}] "
 
 
 def _candidates(estimator, state, resolved, select_output, epochs_done):
