@@ -35,6 +35,7 @@ Run::
 
     python benchmarks/probabilities.py --quick     # breast cancer, digits, pima, vehicle
     python benchmarks/probabilities.py --semi      # all tasks, all families
+    python benchmarks/probabilities.py --families linear   # probabilities_linear.*
 
 Outputs: ``results/probabilities[_quick].json`` and ``.md``, and
 ``results/probabilities[_quick].png``: reliability diagrams (10 bins of predicted
@@ -323,6 +324,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--semi", action="store_true", help="add the semi-supervised family")
     parser.add_argument("--tasks", default=None, help="comma-separated task names")
+    parser.add_argument("--families", default=None,
+                        help="comma-separated families (kernel, linear, semi-supervised); "
+                             "the outputs then end in their names")
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--shuttle-rows", type=int, default=20000)
     parser.add_argument("--output", default=str(REPOSITORY / "benchmarks" / "results"))
@@ -345,8 +349,11 @@ def main(argv=None):
     tasks = (arguments.tasks.split(",") if arguments.tasks
              else QUICK_TASKS if arguments.quick else ALL_TASKS)
     families = [("kernel", kernel_methods), ("linear", linear_methods)]
-    if arguments.semi:
+    if arguments.semi or (arguments.families and "semi-supervised" in arguments.families):
         families.append(("semi-supervised", semi_methods))
+    if arguments.families:
+        families = [family for family in families
+                    if family[0] in arguments.families.split(",")]
     record_held_out()
     rows, reliability, truths = [], {}, {}
     for task in tasks:
@@ -359,7 +366,9 @@ def main(argv=None):
             family_rows, _ = run_family(family, builder, task, X_train, X_test, y_train,
                                         y_test, reliability, arguments.repeats)
             rows.extend(family_rows)
-    suffix = "_quick" if arguments.quick else ""
+    suffix = ("_quick" if arguments.quick else "") + (
+        "_" + "_".join(family for family, _ in families).replace("-", "_")
+        if arguments.families else "")
     output = Path(arguments.output)
     output.mkdir(parents=True, exist_ok=True)
     settings = {"command": "python benchmarks/probabilities.py " + " ".join(

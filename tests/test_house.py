@@ -214,6 +214,18 @@ def test_no_module_over_800_lines():
     assert long == []
 
 
+def test_no_control_character_in_the_sources():
+    r"""A backslash escape in a docstring that is not raw (``"\frac"``, ``"\top"``, ``"\bar"``)
+    becomes a control character (form feed, tab, backspace): the sources and docs hold none."""
+    control = {"\t", "\x0b", "\x0c", "\x08", "\x07", "\r"}
+    paths = [path for folder in (PACKAGE, BENCHMARKS, ROOT / "tests", ROOT / "docs")
+             for pattern in ("*.py", "*.rst", "*.md") for path in sorted(folder.rglob(pattern))]
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in paths
+             for number, line in enumerate(path.read_text().split("\n"), start=1)
+             if control & set(line)]
+    assert found == []
+
+
 #: the length of a repeated block of code that the package may not hold twice
 REPEATED_BLOCK_LINES = 16
 

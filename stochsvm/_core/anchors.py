@@ -368,23 +368,23 @@ def anchor_weights(X, anchors, n_neighbors, bandwidth="paper", search="auto"):
 def sampled_laplacian_residuals(values, neighbor_index, neighbor_weight, row_weights,
                                 n_anchors):
     r"""The residuals :math:`r = f - Z_B \hat g` of the reduced Laplacian estimated on a
-    sample :math:`B` of the nodes (the gradient of :math:`	frac12 f^	op L f` at the
+    sample :math:`B` of the nodes (the gradient of :math:`\frac12 f^\top L f` at the
     sampled nodes).
 
-    The anchor means :math:`g = \Lambda_s^{-1} Z^	op S f` of the module docstring are sums
+    The anchor means :math:`g = \Lambda_s^{-1} Z^\top S f` of the module docstring are sums
     over every sample; on a sample drawn with inclusion probabilities :math:`\pi_i`, the
     ratio estimate
 
     .. math::
 
-        \hat g_j = rac{\sum_{i \in B} w_i Z_{ij} f_i}{\sum_{i \in B} w_i Z_{ij}},
+        \hat g_j = \frac{\sum_{i \in B} w_i Z_{ij} f_i}{\sum_{i \in B} w_i Z_{ij}},
         \qquad w_i = s_i / \pi_i,
 
     is the weighted mean of :math:`f` over the sampled members of anchor :math:`j`
     (consistent as the members per anchor grow; an anchor with no sampled member gets
-    :math:`\hat g_j = 0` and no weight). Since :math:`f^	op L_s f = \min_g \sum_{ij} s_i
-    Z_{ij} (f_i - g_j)^2`, attained at the anchor means, the gradient of :math:`f^	op L_s f`
-    in :math:`f_i` is :math:`2 s_i (f_i - z_i^	op g)`; summed over the sample with weights
+    :math:`\hat g_j = 0` and no weight). Since :math:`f^\top L_s f = \min_g \sum_{ij} s_i
+    Z_{ij} (f_i - g_j)^2`, attained at the anchor means, the gradient of :math:`f^\top L_s f`
+    in :math:`f_i` is :math:`2 s_i (f_i - z_i^\top g)`; summed over the sample with weights
     :math:`w_i` it estimates the full gradient. ``values`` is :math:`f` on the sample, shape
     (b,) or (b, p) for ``p`` models on one graph; ``row_weights`` is :math:`w` (shape (b,)).
     Returns :math:`f - Z_B \hat g` in the shape of ``values``.

@@ -63,7 +63,7 @@ from ._base import (
     linear_objective,
     mean_squared_row_norm,
 )
-from .sadmm_closed_forms import factor_powers, prox_step, skipped_steps
+from .sadmm_closed_forms import factor_powers, pass_rho, prox_step, skipped_steps
 from .sadmm_memory import MEMORY_KEYS, memory_epoch
 
 __all__ = ["SADMMClassifier", "largest_column_mean_square"]
@@ -598,11 +598,6 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
         finally:
             self._streaming = False
 
-    @staticmethod
-    def pass_rho(rho, power, samples_seen, pass_length):
-        """:math:`\rho` of a pass: ``rho * (1 + samples_seen / pass_length) ** power``."""
-        return rho * (1.0 + samples_seen / max(pass_length, 1.0)) ** power
-
     def _new_state(self, n_features, resolved):
         return {
             "z": np.zeros(n_features),
@@ -691,9 +686,8 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
             else:
                 scale = len(order)
             state["pass_length"] = max(float(scale), 1.0)
-        rho = self.pass_rho(state["rho_base"], resolved["rho_power"], state["samples_seen"],
-                            state["pass_length"])
-        state["rho"] = rho
+        state["rho"] = rho = pass_rho(state["rho_base"], resolved["rho_power"],
+                                      state["samples_seen"], state["pass_length"])
         # the z-step is the prox of (alpha / rho) R: soft threshold, then shrink
         strength = resolved["alpha"] / rho
         l1_ratio = resolved["l1_ratio"]

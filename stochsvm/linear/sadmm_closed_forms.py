@@ -1,8 +1,8 @@
 r"""Closed forms of SADMM's z-step (the prox of :math:`(\alpha/\rho) R`) for the compiled
 loops of :mod:`stochsvm.linear.sadmm`: one step, ``k`` successive steps and their sum, and the
 catch-up of a coordinate that ``k`` samples of a CSR pass did not touch (the lazy sparse
-update). ``settings`` is the pass's ``SADMMSettings`` record of that module (its ``threshold``,
-``factor``, ``strength``, ``l1_ratio`` and ``track_w``).
+update), and the pass's :math:`\rho`. ``settings`` is the pass's ``SADMMSettings`` record of
+that module (its ``threshold``, ``factor``, ``strength``, ``l1_ratio`` and ``track_w``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,14 @@ import numpy as np
 
 from .._core.penalties import prox_repeated, prox_repeated_sum
 
-__all__ = ["factor_powers", "prox_step", "prox_steps", "prox_steps_sum", "skipped_steps"]
+__all__ = ["factor_powers", "pass_rho", "prox_step", "prox_steps", "prox_steps_sum",
+           "skipped_steps"]
+
+
+def pass_rho(rho, power, samples_seen, pass_length):
+    r""":math:`\rho` of a pass of eq. (12): ``rho * (1 + samples_seen / pass_length) **
+    power`` (``rho_schedule``)."""
+    return rho * (1.0 + samples_seen / max(pass_length, 1.0)) ** power
 
 
 # The loops carry the scaled multiplier nu = mu / rho (rho is constant within a pass), so that

@@ -205,7 +205,7 @@ def held_out_ranks(graph, X_labeled, class_index, n_classes, folds, *, C, gamma,
 
 
 def rank_statistic(graph_ranks, supervised_ranks):
-    r"""The paired t statistic :math:`ar d / (s_d / \sqrt n)` of the rank differences
+    r"""The paired t statistic :math:`\bar d / (s_d / \sqrt n)` of the rank differences
     :math:`d_i = r^{\mathrm{SVC}}_i - r^{\mathrm{AGR}}_i` (positive where AGR ranks the true
     class higher); 0 when every difference is 0, :math:`\pm\infty` when they are all the
     same nonzero number."""
