@@ -165,8 +165,10 @@ def test_held_out_ranks_are_the_brute_force_ranks():
     for train, held_out in folds:
         # AGR on the training labels, by the dense solve of its reduced Laplacian
         Y = np.eye(4)[labels[train]]
-        matrix = (Z_labeled[train].T @ Z_labeled[train]
-                  + MULTICLASS_GRAPH_WEIGHT * graph.laplacian)
+        # gamma: the graph weight times the labeled share of the nodes, 120 of 500
+        gamma = MULTICLASS_GRAPH_WEIGHT * 120 / graph.node_total
+        assert gamma == pytest.approx(MULTICLASS_GRAPH_WEIGHT * 120 / 500)
+        matrix = Z_labeled[train].T @ Z_labeled[train] + gamma * graph.laplacian
         matrix += ANCHOR_SOLVE_RIDGE * np.trace(matrix) / matrix.shape[0] * np.eye(len(matrix))
         A = np.linalg.solve(matrix, Z_labeled[train].T @ Y)
         A = A / (graph.degrees @ A / graph.node_total)

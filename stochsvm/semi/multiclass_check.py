@@ -47,10 +47,11 @@ from ._base import resolve_semi_supervised_gamma
 from .anchor_graph_labels import build_anchor_graph_labels
 from .safe_selection import kernel_matrix, supervised_subset
 
-__all__ = ["ANCHORS_PER_LABEL", "MAXIMUM_MULTICLASS_ANCHORS", "MINIMUM_MULTICLASS_LABELS", "MULTICLASS_ANCHORS", "MULTICLASS_FOLDS",
-           "MULTICLASS_GRAPH_WEIGHT", "MULTICLASS_THRESHOLD", "UNLABELED_ROWS_PER_ANCHOR",
-           "fit_multiclass", "held_out_ranks", "multiclass_anchor_count", "one_vs_one_models",
-           "rank_statistic"]
+__all__ = ["ANCHORS_PER_LABEL", "MAXIMUM_MULTICLASS_ANCHORS", "MINIMUM_MULTICLASS_LABELS",
+           "MULTICLASS_ANCHORS", "MULTICLASS_FOLDS", "MULTICLASS_GRAPH_WEIGHT",
+           "MULTICLASS_THRESHOLD", "UNLABELED_ROWS_PER_ANCHOR", "fit_multiclass",
+           "held_out_ranks", "multiclass_anchor_count", "multiclass_graph_weight",
+           "one_vs_one_models", "rank_statistic"]
 
 #: anchors of the multiclass AGR (:func:`multiclass_anchor_count`): one per
 #: ``UNLABELED_ROWS_PER_ANCHOR`` unlabeled rows and at most ``ANCHORS_PER_LABEL`` a label, at
@@ -60,8 +61,10 @@ MULTICLASS_ANCHORS = 512
 MAXIMUM_MULTICLASS_ANCHORS = 2048
 UNLABELED_ROWS_PER_ANCHOR = 8
 ANCHORS_PER_LABEL = 20
-#: :math:`\gamma`, the weight of the graph term of the multiclass AGR
-MULTICLASS_GRAPH_WEIGHT = 0.1
+#: the weight of the mean variation of the soft labels along the graph (over all the nodes)
+#: against the mean squared error on the labels in the multiclass AGR: its :math:`\gamma` is
+#: this times the labeled share of the nodes (:func:`multiclass_graph_weight`)
+MULTICLASS_GRAPH_WEIGHT = 6.0
 #: folds of the labels (fewer when a class has fewer labels)
 MULTICLASS_FOLDS = 10
 #: the rank statistic above which AGR is kept: a one-sided test at about 7%, which keeps AGR
@@ -84,6 +87,21 @@ def multiclass_anchor_count(n_unlabeled, n_labeled):
     k-means")."""
     finest = min(n_unlabeled // UNLABELED_ROWS_PER_ANCHOR, ANCHORS_PER_LABEL * n_labeled)
     return int(min(MAXIMUM_MULTICLASS_ANCHORS, max(MULTICLASS_ANCHORS, finest)))
+
+
+def multiclass_graph_weight(labeled_total, node_total):
+    r""":math:`\gamma` of the multiclass AGR, :data:`MULTICLASS_GRAPH_WEIGHT` times
+    :math:`n_l / n` (``labeled_total``, the labels' total weight, over ``node_total``, every
+    node's). The label term of AGR sums over the :math:`n_l` labels and the graph term
+    :math:`\operatorname{tr}(A^\top \tilde L A)` over all :math:`n` nodes, so a fixed
+    :math:`\gamma` would weigh the graph more the more unlabeled rows there are and the
+    fewer labels: with the factor, :data:`MULTICLASS_GRAPH_WEIGHT` weighs the means (as
+    ``manifold_weight`` is weighed, :func:`~stochsvm.semi.manifold.labeled_share`). The best
+    fixed :math:`\gamma` of ``benchmarks/multiclass_anchor_study.py`` on the clustered sets
+    (Fashion-MNIST 20k and 60k, generated classes; 10 and 100 labels a class) was this rule
+    with the factor 6 at every size (BENCHMARKS.md, "Anchor graph candidate")."""
+    return float(MULTICLASS_GRAPH_WEIGHT * labeled_total / node_total) if node_total > 0 \
+        else float(MULTICLASS_GRAPH_WEIGHT)
 
 
 def _labeled_svc(X_labeled, class_index, n_classes, *, C, gamma, kernel, sample_weight=None):
@@ -166,6 +184,13 @@ def _true_class_ranks(scores, truth):
     return 1 + np.sum(scores > true_scores[:, None], axis=1)
 
 
+def _graph_weight(graph, class_index, labeled_weights):
+    """:func:`multiclass_graph_weight` of every label of the fit (the folds keep it)."""
+    labeled_total = (class_index.shape[0] if labeled_weights is None
+                     else float(np.sum(labeled_weights)))
+    return multiclass_graph_weight(labeled_total, graph.node_total)
+
+
 def held_out_ranks(graph, X_labeled, class_index, n_classes, folds, *, C, gamma, kernel,
                    labeled_weights=None, return_values=False):
     r"""``(graph_ranks, supervised_ranks)``, the rank of the true class of every held-out
@@ -189,7 +214,7 @@ def held_out_ranks(graph, X_labeled, class_index, n_classes, folds, *, C, gamma,
         labels, class_index[labels], n_classes,
         [np.searchsorted(labels, held_out) for _, held_out in folds],
         None if labeled_weights is None else labeled_weights[labels],
-        MULTICLASS_GRAPH_WEIGHT)
+        _graph_weight(graph, class_index, labeled_weights))
     for (train, held_out), values in zip(folds, fold_values):
         truth = class_index[held_out]
         weights = None if labeled_weights is None else labeled_weights[train]
@@ -301,7 +326,7 @@ def fit_multiclass(X_labeled, class_index, n_classes, unlabeled_rows, n_unlabele
         # the folds' factor already gave the values of all the labels where it held them all
         values = (checked_values if np.array_equal(checked_labels, everything) else
                   graph.class_values(everything, class_index, n_classes, labeled_weights,
-                                     MULTICLASS_GRAPH_WEIGHT))
+                                     _graph_weight(graph, class_index, labeled_weights)))
         models = [graph.state(values[:, k], template) for k in range(n_classes)]
         labeled_values = graph.labeled_decision(everything, values)
         strategy, kept = ONE_VS_REST, "anchor_graph_labels"
