@@ -319,7 +319,8 @@ def build_anchor_graph(X, anchor_indices, n_neighbors, bandwidth="paper"):
     AnchorGraph
     """
     if bandwidth not in BANDWIDTHS:
-        raise ValueError(f"bandwidth={bandwidth!r} is not valid; choose one of {list(BANDWIDTHS)}.")
+        raise ValueError(f"bandwidth={bandwidth!r} is not valid; choose one of "
+                         f"{list(BANDWIDTHS)}.")
     anchor_indices = np.asarray(anchor_indices, dtype=np.int64)
     if n_neighbors > len(anchor_indices):
         raise ValueError(
@@ -346,7 +347,8 @@ def anchor_weights(X, anchors, n_neighbors, bandwidth="paper", search="auto"):
     rows).
     """
     if bandwidth not in BANDWIDTHS:
-        raise ValueError(f"bandwidth={bandwidth!r} is not valid; choose one of {list(BANDWIDTHS)}.")
+        raise ValueError(f"bandwidth={bandwidth!r} is not valid; choose one of "
+                         f"{list(BANDWIDTHS)}.")
     if sp.issparse(X) or search == "compiled":
         distances, neighbor_index = nearest_anchors(X, anchors, n_neighbors)
     else:

@@ -98,8 +98,10 @@ def automatic_alpha(n_samples, mean_squared_norm=1.0, factor=1.0, ceiling=1e-4):
     ``alpha`` by :math:`c^2` leaves the l2 problem's margins unchanged). On sparse text a
     constant chosen on small dense sets over-regularizes (``1e-4`` for SADMM, ``1e-3`` for
     S3GD fall below ``LinearSVC`` and ``SGDClassifier`` on text, ``benchmarks/BENCHMARKS.md``);
-    the ceiling, a constant chosen on standardized features, is what the dense sets get (standardized features: :math:`\overline{\|x\|^2} = d`, and
-    :math:`d/n` is above the ceiling on every dense set of the linear benchmark). SADMM: ``factor = 1``, ``ceiling = 1e-4``; S3GD
+    the ceiling, a constant chosen on standardized features, is what the dense sets get
+    (standardized features: :math:`\overline{\|x\|^2} = d`, and :math:`d/n` is above the
+    ceiling on every dense set of the linear benchmark). SADMM: ``factor = 1``,
+    ``ceiling = 1e-4``; S3GD
     (log loss, which wants about three times less regularization than the hinge on text, as
     ``LogisticRegression`` wants a larger ``C`` than ``LinearSVC``): ``factor = 0.3``,
     ``ceiling = 1e-3``. Measured in ``benchmarks/BENCHMARKS.md`` (linear family, the default

@@ -627,8 +627,9 @@ class SADMMClassifier(BaseStochasticLinearClassifier):
     @staticmethod
     def _first_pass_rho(X, resolved, memory=False):
         r"""``rho``, or for ``rho="auto"`` half the mean squared norm of the rows of ``X``
-        (``memory``), or that norm capped at 10; on Dask, of the first pass's block (the row-weighted
-        average of the states after the first round is the mean over every row)."""
+        (``memory``), or that norm capped at 10; on Dask, of the first pass's block (the
+        row-weighted average of the states after the first round is the mean over every
+        row)."""
         if resolved["rho"] is not None:
             return resolved["rho"]
         squared_norm = max(mean_squared_row_norm(X), 1e-12)

@@ -443,7 +443,8 @@ class MiniBatchSGDClassifier(BaseMiniBatchProxClassifier):
                  batch_size=10, step_size=0.1, sampling="uniform", fit_intercept=True,
                  max_iter=1000, tol=1e-3, n_iter_no_change=10, shuffle=True, average=False,
                  class_weight=None, gradient_diagnostics=False, diagnostic_batches=10,
-                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None, probability=False):
+                 warm_start=False, n_jobs=None, random_state=None, verbose=0, callback=None,
+                 probability=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
