@@ -96,10 +96,8 @@ def multiclass_graph_weight(labeled_total, node_total):
     :math:`\operatorname{tr}(A^\top \tilde L A)` over all :math:`n` nodes, so a fixed
     :math:`\gamma` would weigh the graph more the more unlabeled rows there are and the
     fewer labels: with the factor, :data:`MULTICLASS_GRAPH_WEIGHT` weighs the means (as
-    ``manifold_weight`` is weighed, :func:`~stochsvm.semi.manifold.labeled_share`). The best
-    fixed :math:`\gamma` of ``benchmarks/multiclass_anchor_study.py`` on the clustered sets
-    (Fashion-MNIST 20k and 60k, generated classes; 10 and 100 labels a class) was this rule
-    with the factor 6 at every size (BENCHMARKS.md, "Anchor graph candidate")."""
+    ``manifold_weight`` is weighed, :func:`~stochsvm.semi.manifold.labeled_share`). The
+    factor's value is chosen in ``benchmarks/BENCHMARKS.md``, "Anchor graph candidate"."""
     return float(MULTICLASS_GRAPH_WEIGHT * labeled_total / node_total) if node_total > 0 \
         else float(MULTICLASS_GRAPH_WEIGHT)
 
